@@ -1,0 +1,1 @@
+"""The simulator driver: virtual time, a network model, churn and workloads."""
