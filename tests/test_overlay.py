@@ -1,0 +1,147 @@
+"""The overlay of a few nodes driven by hand: synthetic time, no simulator."""
+
+import random
+
+from vinifera.protocol import messages as m
+from vinifera.protocol.actions import Log, Send
+from vinifera.protocol.config import OverlayConfig
+from vinifera.protocol.node import Node
+from vinifera.schema import Schema
+from vinifera.subscription import Subscription
+
+SCHEMA = Schema.numeric(1)
+CFG = OverlayConfig(friends=2, small_world=0, failure_timeout=5.0, probe_after=2.0)
+
+
+def node(addr, ident, lo=0.0, hi=100.0, seed=None):
+    sub = Subscription.build(SCHEMA, {"a0": (lo, hi)})
+    return Node(addr, SCHEMA, CFG, random.Random(seed if seed is not None else addr), sub, ident)
+
+
+def deliver_all(nodes, actions, now, drop=()):
+    """Deliver sends breadth-first among `nodes` (dict addr -> Node) at `now`."""
+    queue = list(actions)
+    while queue:
+        a = queue.pop(0)
+        if isinstance(a, Send) and a.dest in nodes and a.dest not in drop:
+            queue.extend(nodes[a.dest].receive(now, a.message))
+
+
+def sends(actions, kind=None):
+    return [
+        a for a in actions if isinstance(a, Send) and (kind is None or isinstance(a.message, kind))
+    ]
+
+
+def test_join_contacts_bootstrap_and_links_both_ways():
+    a, b = node(1, 100), node(2, 200)
+    nodes = {1: a, 2: b}
+    a.start(0.0)
+    out = b.start(0.0, [1])
+    assert [s.dest for s in sends(out, m.Join)] == [1]
+    assert any(isinstance(x, Log) and x.record["ev"] == "join" for x in out)
+    deliver_all(nodes, out, 0.1)
+    assert b.overlay.links.succ.profile.address == 1
+    deliver_all(nodes, b.tick(1.0), 1.0)
+    deliver_all(nodes, a.tick(1.0), 1.0)
+    assert a.overlay.links.succ.profile.address == 2
+    assert a.overlay.links.pred.profile.address == 2
+
+
+def test_ring_of_five_converges_from_a_chain_of_joins():
+    idents = [500, 100, 900, 300, 700]
+    nodes = {i + 1: node(i + 1, ident) for i, ident in enumerate(idents)}
+    nodes[1].start(0.0)
+    for addr in range(2, 6):
+        deliver_all(nodes, nodes[addr].start(0.0, [addr - 1]), 0.0)
+    for r in range(1, 15):
+        for n in nodes.values():
+            deliver_all(nodes, n.tick(float(r)), float(r))
+    order = sorted(nodes.values(), key=lambda n: n.ident)
+    for i, n in enumerate(order):
+        assert n.overlay.links.succ.profile.address == order[(i + 1) % 5].address
+        assert n.overlay.links.pred.profile.address == order[i - 1].address
+
+
+def test_silent_link_is_probed_then_dropped_after_the_timeout():
+    a, b, c = node(1, 100), node(2, 200), node(3, 300)
+    nodes = {1: a, 2: b, 3: c}
+    a.start(0.0)
+    deliver_all(nodes, b.start(0.0, [1]), 0.0)
+    deliver_all(nodes, c.start(0.0, [1]), 0.0)
+    for r in range(1, 6):
+        for n in nodes.values():
+            deliver_all(nodes, n.tick(float(r)), float(r))
+    assert 3 in a.overlay.link_addresses()
+    # c goes silent (crash) at t=5: a probes it, then drops it past the timeout.
+    del nodes[3]
+    pinged = suspected_at = None
+    for r in range(6, 14):
+        out = a.tick(float(r))
+        if pinged is None and any(s.dest == 3 for s in sends(out, m.Ping)):
+            pinged = r
+        if suspected_at is None and any(
+            isinstance(x, Log) and x.record["ev"] == "suspect" for x in out
+        ):
+            suspected_at = r
+        deliver_all(nodes, out, float(r))
+        deliver_all(nodes, b.tick(float(r)), float(r))
+        if 3 not in a.overlay.link_addresses():
+            break
+    assert pinged is not None
+    assert 3 not in a.overlay.link_addresses()
+    last_heard_c = 5.0
+    assert r - last_heard_c <= CFG.failure_timeout + CFG.period
+    assert suspected_at == r
+
+
+def test_graceful_leave_removes_at_once_and_stale_gossip_cannot_revive():
+    a, b, c = node(1, 100), node(2, 200), node(3, 300)
+    nodes = {1: a, 2: b, 3: c}
+    a.start(0.0)
+    deliver_all(nodes, b.start(0.0, [1]), 0.0)
+    deliver_all(nodes, c.start(0.0, [1]), 0.0)
+    for r in range(1, 4):
+        for n in nodes.values():
+            deliver_all(nodes, n.tick(float(r)), float(r))
+    out = c.leave(3.5)
+    assert any(isinstance(x, Log) and x.record["ev"] == "leave" for x in out)
+    deliver_all(nodes, out, 3.5)
+    del nodes[3]
+    assert 3 not in a.overlay.link_addresses()
+    assert 3 not in b.overlay.link_addresses()
+    for r in range(4, 8):
+        for n in nodes.values():
+            deliver_all(nodes, n.tick(float(r)), float(r))
+        assert 3 not in a.overlay.link_addresses()
+
+
+def test_degree_never_exceeds_the_bound():
+    nodes = {
+        i: node(i, i * 7919 % 10007, lo=float(i % 5) * 10, hi=float(i % 5) * 10 + 50)
+        for i in range(1, 30)
+    }
+    nodes[1].start(0.0)
+    for addr in range(2, 30):
+        deliver_all(nodes, nodes[addr].start(0.0, [1]), 0.0)
+    for r in range(1, 10):
+        for n in nodes.values():
+            deliver_all(nodes, n.tick(float(r)), float(r))
+            assert len(n.overlay.link_addresses()) <= CFG.max_links
+
+
+def test_api_misuse_raises_clear_errors():
+    a = node(1, 100)
+    try:
+        a.tick(0.0)
+    except RuntimeError as err:
+        assert "start" in str(err)
+    else:
+        raise AssertionError("tick before start must raise")
+    a.start(0.0)
+    try:
+        a.receive(0.0, object())
+    except TypeError as err:
+        assert "handler" in str(err)
+    else:
+        raise AssertionError("unknown message must raise")

@@ -1,0 +1,130 @@
+"""T-Man selection rules as pure functions, table-driven."""
+
+import math
+import random
+
+import pytest
+
+from vinifera.protocol.profile import Entry, Profile
+from vinifera.protocol.tman import (
+    PrimaryAttribute,
+    draw_small_world_offsets,
+    friend_utility,
+    overlap_counts,
+    select_friends,
+    select_ring,
+    select_small_world,
+)
+from vinifera.ring import RING_SIZE
+from vinifera.schema import Schema
+from vinifera.subscription import Subscription
+
+SCHEMA = Schema.numeric(2)
+
+
+def sub(a0=None, a1=None):
+    cons = {}
+    if a0 is not None:
+        cons["a0"] = a0
+    if a1 is not None:
+        cons["a1"] = a1
+    return Subscription.build(SCHEMA, cons)
+
+
+def e(addr, ident, subscription=None):
+    return Entry(Profile(addr, ident, subscription), 0.0)
+
+
+@pytest.mark.parametrize(
+    "me, idents, succ, pred",
+    [
+        (100, [50, 150, 300], 150, 50),
+        (100, [150, 300], 150, 300),  # pred wraps to the largest
+        (RING_SIZE - 10, [5, 20, RING_SIZE - 50], 5, RING_SIZE - 50),  # succ wraps past zero
+        (100, [100, 200], 200, 200),  # own identifier is never a ring link
+        (100, [], None, None),
+    ],
+)
+def test_select_ring(me, idents, succ, pred):
+    s, p = select_ring(me, [e(i, i) for i in idents])
+    assert (s and s.profile.ident) == succ
+    assert (p and p.profile.ident) == pred
+
+
+def test_friends_are_the_highest_utility_overlaps():
+    mine = sub(a0=(100.0, 200.0))
+    cands = [
+        e(1, 10, sub(a0=(100.0, 200.0))),  # utility 1
+        e(2, 20, sub(a0=(150.0, 250.0))),  # 1/3
+        e(3, 30, sub(a0=(500.0, 600.0))),  # disjoint: never a friend
+        e(4, 40, sub(a0=(120.0, 180.0))),  # 0.6
+        e(5, 50, None),
+    ]
+    chosen = select_friends(0, mine, "a0", cands, 2, taken=set())
+    assert [c.profile.address for c in chosen] == [1, 4]
+    chosen = select_friends(0, mine, "a0", cands, 8, taken={1})
+    assert [c.profile.address for c in chosen] == [4, 2]
+
+
+def test_friend_ties_break_by_identifier_distance():
+    mine = sub(a0=(100.0, 200.0))
+    same = sub(a0=(100.0, 200.0))
+    cands = [e(1, 900, same), e(2, 90, same), e(3, 5000, same)]
+    chosen = select_friends(100, mine, "a0", cands, 2, taken=set())
+    assert [c.profile.address for c in chosen] == [2, 1]
+
+
+def test_friend_utility_uses_primary_and_full_domain_when_unconstrained():
+    mine = sub(a0=(0.0, 100.0), a1=(0.0, 100.0))
+    other = sub(a1=(0.0, 100.0))
+    assert friend_utility(mine, other, "a1") == pytest.approx(1.0)
+    # other does not constrain a0: its range there is the whole domain [0, 1000]
+    assert friend_utility(mine, other, "a0") == pytest.approx(0.1, rel=1e-6)
+    assert friend_utility(None, other, "a0") == 0.0
+
+
+def test_overlap_counts_only_constrained_attributes():
+    mine = sub(a0=(0.0, 100.0))
+    cands = [
+        e(1, 1, sub(a0=(50.0, 60.0))),
+        e(2, 2, sub(a0=(500.0, 600.0))),
+        e(3, 3, sub(a1=(1.0, 2.0))),
+    ]
+    assert overlap_counts(mine, cands) == {"a0": 2}  # node 3 is unconstrained on a0
+
+
+def test_small_world_offsets_are_log_uniform():
+    offs = draw_small_world_offsets(20000, random.Random(3))
+    logs = [math.log2(max(o, 1)) for o in offs]
+    # log-uniform over [0, 64): each quarter of the exponent range gets ~1/4
+    quarters = [sum(16 * q <= x < 16 * (q + 1) for x in logs) / len(logs) for q in range(4)]
+    assert all(0.23 < q < 0.27 for q in quarters), quarters
+
+
+def test_small_world_picks_closest_to_each_target_without_reuse():
+    cands = [e(1, 1000), e(2, 2000), e(3, 10_000)]
+    chosen = select_small_world(0, [1100, 1200, 9000], cands, taken=set())
+    assert [c.profile.address for c in chosen] == [1, 2, 3]
+    chosen = select_small_world(0, [1100], cands, taken={1})
+    assert [c.profile.address for c in chosen] == [2]
+
+
+def test_primary_attribute_switches_only_after_patience():
+    p = PrimaryAttribute(margin=1.25, patience=3)
+    p.reset(sub(a0=(0.0, 1.0), a1=(0.0, 1.0)))
+    assert p.current == "a0"
+    assert not p.update({"a0": 10, "a1": 12})  # within the margin
+    assert not p.update({"a0": 10, "a1": 20})
+    assert not p.update({"a0": 10, "a1": 20})
+    assert p.update({"a0": 10, "a1": 20})
+    assert p.current == "a1"
+
+
+def test_primary_attribute_streak_resets_on_a_dip():
+    p = PrimaryAttribute(margin=1.25, patience=2)
+    p.reset(sub(a0=(0.0, 1.0), a1=(0.0, 1.0)))
+    p.update({"a0": 1, "a1": 9})
+    p.update({"a0": 9, "a1": 9})  # flap back: streak lost
+    assert not p.update({"a0": 1, "a1": 9})
+    assert p.current == "a0"
+    assert p.update({"a0": 1, "a1": 9})

@@ -1,0 +1,89 @@
+"""Protocol configuration: every knob of the overlay, and why it exists.
+
+Times are in the same unit as the `now` the driver passes in (seconds for the
+daemon, virtual seconds for the simulator); one gossip period is one round.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+
+
+@dataclass(frozen=True, slots=True)
+class OverlayConfig:
+    # Gossip period: one Cyclon shuffle and one T-Man exchange per node each period.
+    period: float = 1.0
+    # Cyclon view size: big enough that the random graph stays connected under
+    # heavy churn (Cyclon's paper uses 20 for 10^4-10^5 nodes).
+    view_size: int = 20
+    # Cyclon shuffle length: descriptors swapped per shuffle.
+    shuffle_length: int = 8
+    # Routing links (paper Sec. IV-B): 2 ring links plus these. The paper's
+    # final configuration is small_world=0, friends=ceil(log2 N)-2.
+    small_world: int = 0
+    friends: int = 8
+    # Friend slots left empty (no candidate overlaps us) are lent to
+    # small-world links so that the link budget is always used.
+    lend_unused_friend_slots: bool = True
+    # Ring neighbours remembered beyond the two ring links (Chord's successor
+    # list): candidates, not links, so they cost no traffic, but when a ring
+    # neighbour dies its replacement is already known.
+    ring_backups: int = 3
+    # Descriptors sent in one T-Man exchange (routing table first, then Cyclon view).
+    tman_message_size: int = 24
+    # A link not heard from for this long is probed with a ping each period.
+    probe_after: float = 2.0
+    # The longest a node keeps a neighbour it has no evidence of life from
+    # (directly or through fresher gossip); older gossip is never believed.
+    # Checked once per period, so links go when silence exceeds
+    # failure_timeout - period: nobody keeps a dead neighbour longer than this.
+    failure_timeout: float = 5.0
+    # Assumed upper bound on one-way delay. Evidence is back-dated by it, so
+    # a message in flight when its sender died never makes the sender look
+    # alive after its death, however many gossip hops the news takes.
+    transit_allowance: float = 0.1
+    # Algorithm 1 hysteresis: another attribute becomes primary only when its
+    # overlap count beats the current one by this factor ...
+    primary_margin: float = 1.25
+    # ... for this many consecutive periods.
+    primary_patience: int = 3
+    # How long a gracefully departed node is refused as a candidate, unless it
+    # is heard from again.
+    departed_memory: float = 10.0
+    # Bootstrap addresses contacted per join attempt.
+    join_fanout: int = 3
+    # Log a `links` record whenever the routing table changes (the simulator
+    # turns this off for speed when no logs are written).
+    log_links: bool = True
+
+    def __post_init__(self) -> None:
+        if self.period <= 0:
+            raise ValueError("period must be positive")
+        if self.view_size < 1 or self.shuffle_length < 1:
+            raise ValueError("view_size and shuffle_length must be >= 1")
+        if self.shuffle_length > self.view_size:
+            raise ValueError("shuffle_length cannot exceed view_size")
+        if self.small_world < 0 or self.friends < 0:
+            raise ValueError("small_world and friends must be >= 0")
+        if self.failure_timeout < self.probe_after + self.period:
+            raise ValueError("failure_timeout must be at least probe_after + period")
+        if self.transit_allowance < 0:
+            raise ValueError("transit_allowance must be >= 0")
+        if self.primary_margin < 1.0 or self.primary_patience < 1:
+            raise ValueError("primary_margin must be >= 1 and primary_patience >= 1")
+
+    @property
+    def stale_after(self) -> float:
+        """Silence after which evidence no longer counts (see failure_timeout)."""
+        return self.failure_timeout - self.period
+
+    @property
+    def max_links(self) -> int:
+        """The degree bound: distinct outgoing routing links."""
+        return 2 + self.small_world + self.friends
+
+    def with_(self, **changes) -> OverlayConfig:
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return asdict(self)

@@ -1,0 +1,111 @@
+"""Cyclon peer sampling (Voulgaris, Gavidia, van Steen, 2005) as pure state.
+
+The view maps address -> Entry. Ages are kept as `heard` times: the oldest
+entry is the one with the smallest `heard`. The shuffle target is removed from
+the view when the shuffle starts; if it is dead it never answers and is
+forgotten, which is how Cyclon sheds dead nodes without a failure detector.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Hashable, Iterable
+
+from vinifera.protocol.profile import Entry, fresher
+
+
+class Cyclon:
+    __slots__ = ("address", "view_size", "shuffle_length", "rng", "view", "pending")
+
+    def __init__(
+        self, address: Hashable, view_size: int, shuffle_length: int, rng: random.Random
+    ) -> None:
+        self.address = address
+        self.view_size = view_size
+        self.shuffle_length = shuffle_length
+        self.rng = rng
+        self.view: dict[Hashable, Entry] = {}
+        # target address -> addresses we sent it, replaceable by its reply.
+        self.pending: dict[Hashable, list[Hashable]] = {}
+
+    def entries(self) -> list[Entry]:
+        return list(self.view.values())
+
+    def start_shuffle(self) -> tuple[Hashable, list[Entry]] | None:
+        """Pick the oldest neighbour, remove it, and choose what to send it
+        (the caller prepends its own fresh descriptor)."""
+        if not self.view:
+            return None
+        target = min(self.view.values(), key=_heard_key).profile.address
+        del self.view[target]
+        others = list(self.view.values())
+        k = min(self.shuffle_length - 1, len(others))
+        sent = self.rng.sample(others, k) if k else []
+        # Bounded: an unanswered shuffle is forgotten when we shuffle with it again.
+        if len(self.pending) >= self.view_size:
+            self.pending.pop(next(iter(self.pending)))
+        self.pending[target] = [e.profile.address for e in sent]
+        return target, sent
+
+    def answer_shuffle(self, sender: Hashable, received: Iterable[Entry]) -> list[Entry]:
+        """Serve a shuffle request: reply with a random subset of the view,
+        then merge what was received in place of what we replied with."""
+        candidates = [e for e in self.view.values() if e.profile.address != sender]
+        k = min(self.shuffle_length, len(candidates))
+        reply = self.rng.sample(candidates, k) if k else []
+        self.merge(received, [e.profile.address for e in reply])
+        return reply
+
+    def finish_shuffle(self, sender: Hashable, received: Iterable[Entry]) -> None:
+        self.merge(received, self.pending.pop(sender, []))
+
+    def merge(self, received: Iterable[Entry], replaceable: list[Hashable]) -> None:
+        view = self.view
+        for entry in received:
+            addr = entry.profile.address
+            if addr == self.address:
+                continue
+            current = view.get(addr)
+            if current is not None:
+                if fresher(entry, current):
+                    view[addr] = entry
+                continue
+            if len(view) < self.view_size:
+                view[addr] = entry
+                continue
+            while replaceable:
+                victim = replaceable.pop()
+                if victim in view:
+                    del view[victim]
+                    view[addr] = entry
+                    break
+
+    def insert(self, entry: Entry) -> None:
+        """Admit a newcomer (a join): into a free slot, else in place of a
+        random entry, so that a newcomer always becomes reachable."""
+        addr = entry.profile.address
+        if addr == self.address:
+            return
+        current = self.view.get(addr)
+        if current is not None:
+            if fresher(entry, current):
+                self.view[addr] = entry
+            return
+        if len(self.view) >= self.view_size:
+            victim = self.rng.choice(list(self.view))
+            del self.view[victim]
+        self.view[addr] = entry
+
+    def touch(self, entry: Entry) -> None:
+        """Refresh an entry we already hold with direct evidence."""
+        current = self.view.get(entry.profile.address)
+        if current is not None and fresher(entry, current):
+            self.view[entry.profile.address] = entry
+
+    def forget(self, address: Hashable) -> None:
+        self.view.pop(address, None)
+        self.pending.pop(address, None)
+
+
+def _heard_key(entry: Entry) -> float:
+    return entry.heard

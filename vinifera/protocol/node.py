@@ -1,0 +1,154 @@
+"""One Vinifera node as a pure state machine: the only object a driver talks to.
+
+    node = Node(address, schema, config, rng, subscription=...)
+    actions = node.start(now, bootstrap)      # Send / Log actions
+    actions = node.tick(now)                  # once per gossip period
+    actions = node.receive(now, message)      # a message from a peer
+    actions = node.leave(now)
+
+Every call takes `now` and returns the list of actions the driver must carry
+out. Messages are dispatched through a table of small handlers.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Hashable, Sequence
+
+from vinifera.protocol import messages as m
+from vinifera.protocol.actions import Log
+from vinifera.protocol.config import OverlayConfig
+from vinifera.protocol.overlay import Overlay
+from vinifera.protocol.profile import Profile
+from vinifera.protocol.records import hex_id, record
+from vinifera.ring import RING_BITS
+from vinifera.schema import Schema
+from vinifera.subscription import Subscription
+
+
+class Node:
+    def __init__(
+        self,
+        address: Hashable,
+        schema: Schema,
+        config: OverlayConfig,
+        rng: random.Random,
+        subscription: Subscription | None = None,
+        ident: int | None = None,
+    ) -> None:
+        self.schema = schema
+        self.config = config
+        self.rng = rng
+        self.out: list = []
+        if ident is None:
+            ident = rng.getrandbits(RING_BITS)
+        self.overlay = Overlay(Profile(address, ident, subscription), config, rng, self.out)
+        self.alive = False
+        self.counters = {"received": 0, "sent": 0}
+        self._handlers = {
+            m.Join: self.overlay.on_join,
+            m.JoinReply: self.overlay.on_join_reply,
+            m.Shuffle: self.overlay.on_shuffle,
+            m.ShuffleReply: self.overlay.on_shuffle_reply,
+            m.TmanRequest: self.overlay.on_tman,
+            m.TmanReply: self.overlay.on_tman_reply,
+            m.Ping: self.overlay.on_ping,
+            m.Pong: self.overlay.on_pong,
+            m.Leave: self.overlay.on_leave,
+        }
+
+    # ----------------------------------------------------------------- queries
+
+    @property
+    def profile(self) -> Profile:
+        return self.overlay.profile
+
+    @property
+    def address(self) -> Hashable:
+        return self.overlay.profile.address
+
+    @property
+    def ident(self) -> int:
+        return self.overlay.profile.ident
+
+    @property
+    def subscription(self) -> Subscription | None:
+        return self.overlay.profile.subscription
+
+    @property
+    def name(self) -> str:
+        return self.overlay.name
+
+    # ----------------------------------------------------------------- inputs
+
+    def start(self, now: float, bootstrap: Sequence[Hashable] = ()) -> list:
+        if self.alive:
+            raise RuntimeError("node already started")
+        self.alive = True
+        sub = self.subscription
+        self.out.append(
+            Log(
+                record(
+                    now,
+                    self.name,
+                    "join",
+                    id=hex_id(self.ident),
+                    sub=None if sub is None else sub.to_plain(),
+                )
+            )
+        )
+        self.overlay.start(now, bootstrap)
+        return self._flush()
+
+    def tick(self, now: float) -> list:
+        self._require_alive()
+        self.overlay.tick(now)
+        return self._flush()
+
+    def receive(self, now: float, message: m.Message) -> list:
+        """A decoded message from a peer. Its profile names the sender."""
+        self._require_alive()
+        handler = self._handlers.get(type(message))
+        if handler is None:
+            raise TypeError(f"no handler for {type(message).__name__}")
+        self.counters["received"] += 1
+        handler(now, message)
+        return self._flush()
+
+    def subscribe(self, now: float, subscription: Subscription | None) -> list:
+        """Change the local subscription at run time (logged: ground truth)."""
+        self._require_alive()
+        if subscription is not None and not isinstance(subscription, Subscription):
+            raise TypeError("subscription must be a Subscription or None")
+        profile = self.profile.changed(subscription=subscription)
+        self.out.append(
+            Log(
+                record(
+                    now,
+                    self.name,
+                    "subscribe",
+                    sub=None if subscription is None else subscription.to_plain(),
+                )
+            )
+        )
+        self.overlay.set_profile(now, profile, subscription_changed=True)
+        return self._flush()
+
+    def leave(self, now: float) -> list:
+        """Graceful departure: tell the neighbours, log it, stop."""
+        self._require_alive()
+        self.overlay.leave(now)
+        self.out.append(Log(record(now, self.name, "leave")))
+        self.alive = False
+        return self._flush()
+
+    # ----------------------------------------------------------------- internals
+
+    def _require_alive(self) -> None:
+        if not self.alive:
+            raise RuntimeError("node is not running (call start first)")
+
+    def _flush(self) -> list:
+        out = self.out[:]
+        self.out.clear()
+        return out

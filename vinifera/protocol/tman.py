@@ -1,0 +1,233 @@
+"""T-Man link selection (Jelasity, Montresor, Babaoglu) for Vinifera's
+routing table: 2 ring links, K_sw small-world links and K_f friend links.
+
+Everything here is a pure function of its arguments (plus the rng where
+randomness is part of the definition), so each rule is testable alone.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterable, Sequence
+
+from vinifera.protocol.profile import Entry
+from vinifera.ranges import interval_overlap_utility
+from vinifera.ring import RING_BITS, RING_MAX, RING_SIZE, ring_distance
+from vinifera.subscription import Subscription
+
+FULL_RANGE = (0, RING_MAX)
+
+
+class Links:
+    """The selected routing table. Entries, not addresses, so that liveness
+    (`heard`) and the neighbour's profile travel with the link."""
+
+    __slots__ = ("succ", "pred", "friends", "small_world")
+
+    def __init__(
+        self,
+        succ: Entry | None = None,
+        pred: Entry | None = None,
+        friends: Sequence[Entry] = (),
+        small_world: Sequence[Entry] = (),
+    ) -> None:
+        self.succ = succ
+        self.pred = pred
+        self.friends = list(friends)
+        self.small_world = list(small_world)
+
+    def entries(self) -> list[Entry]:
+        """Distinct link entries: ring first, then friends, then small-world."""
+        seen: dict = {}
+        for e in (self.succ, self.pred, *self.friends, *self.small_world):
+            if e is not None and e.profile.address not in seen:
+                seen[e.profile.address] = e
+        return list(seen.values())
+
+    def shape(self) -> tuple:
+        """A comparable summary, to detect changes worth logging."""
+
+        def addr(e: Entry | None):
+            return None if e is None else e.profile.address
+
+        return (
+            addr(self.succ),
+            addr(self.pred),
+            tuple(e.profile.address for e in self.friends),
+            tuple(e.profile.address for e in self.small_world),
+        )
+
+
+def select_ring(my_ident: int, candidates: Iterable[Entry]) -> tuple[Entry | None, Entry | None]:
+    """Closest identifier clockwise (successor) and counter-clockwise
+    (predecessor). A candidate with our own identifier counts as farthest."""
+    succ = pred = None
+    best_s = best_p = RING_SIZE
+    for e in candidates:
+        cw = (e.profile.ident - my_ident) % RING_SIZE
+        if cw == 0:
+            continue
+        if cw < best_s:
+            best_s, succ = cw, e
+        ccw = RING_SIZE - cw
+        if ccw < best_p:
+            best_p, pred = ccw, e
+    return succ, pred
+
+
+def ring_neighbourhood(
+    my_ident: int, candidates: Sequence[Entry], r: int
+) -> tuple[list[Entry], list[Entry]]:
+    """The r closest candidates clockwise (successor list) and counter-
+    clockwise (predecessor list), closest first; our own identifier excluded."""
+    keyed = []
+    for e in candidates:
+        cw = (e.profile.ident - my_ident) % RING_SIZE
+        if cw:
+            keyed.append((cw, e.profile.ident, e))
+    if not keyed:
+        return [], []
+    keyed.sort(key=_cw_key)
+    succs = [k[2] for k in keyed[:r]]
+    preds = [k[2] for k in reversed(keyed[-r:])]
+    return succs, preds
+
+
+def _cw_key(k: tuple) -> tuple:
+    return k[0], k[1]
+
+
+def key_range_on(sub: Subscription | None, attribute: str) -> tuple[int, int]:
+    """A subscription's identifier interval on one attribute; an attribute
+    it does not constrain means the whole domain."""
+    if sub is None:
+        return FULL_RANGE
+    return sub.key_ranges.get(attribute, FULL_RANGE)
+
+
+def friend_utility(mine: Subscription | None, other: Subscription | None, primary: str) -> float:
+    """|S_p ∩ S_q| / |S_p ∪ S_q| on the primary attribute (paper Sec. IV-B)."""
+    if mine is None or other is None or primary is None:
+        return 0.0
+    a_lo, a_hi = key_range_on(mine, primary)
+    b_lo, b_hi = key_range_on(other, primary)
+    return interval_overlap_utility(a_lo, a_hi, b_lo, b_hi)
+
+
+def overlap_counts(mine: Subscription | None, candidates: Iterable[Entry]) -> dict[str, int]:
+    """Algorithm 1's ranking input: for each attribute we constrain, how many
+    candidates' subscriptions overlap ours on it. Only constrained attributes
+    compete: on an unconstrained one everybody overlaps and it would always win."""
+    if mine is None:
+        return {}
+    ranges = [(name, mine.key_ranges[name]) for name in mine.attributes]
+    counts = dict.fromkeys(mine.attributes, 0)
+    for e in candidates:
+        sub = e.profile.subscription
+        if sub is None:
+            continue
+        theirs = sub.key_ranges
+        for name, (lo, hi) in ranges:
+            olo, ohi = theirs.get(name, FULL_RANGE)
+            if olo <= hi and lo <= ohi:
+                counts[name] += 1
+    return counts
+
+
+def select_friends(
+    my_ident: int,
+    mine: Subscription | None,
+    primary: str | None,
+    candidates: Iterable[Entry],
+    k: int,
+    taken: set,
+) -> list[Entry]:
+    """The k candidates of highest utility > 0 on the primary attribute; ties
+    go to the closer identifier, then the lower identifier (deterministic)."""
+    if k <= 0 or mine is None or primary is None:
+        return []
+    a_lo, a_hi = mine.key_ranges.get(primary, FULL_RANGE)
+    scored = []
+    for e in candidates:
+        p = e.profile
+        if p.address in taken or p.subscription is None:
+            continue
+        b_lo, b_hi = p.subscription.key_ranges.get(primary, FULL_RANGE)
+        if b_hi < a_lo or b_lo > a_hi:
+            continue  # disjoint: utility 0, never a friend
+        u = interval_overlap_utility(a_lo, a_hi, b_lo, b_hi)
+        scored.append((-u, ring_distance(my_ident, p.ident), p.ident, e))
+    scored.sort(key=_score_key)
+    return [s[3] for s in scored[:k]]
+
+
+def _score_key(s: tuple) -> tuple:
+    return s[0], s[1], s[2]
+
+
+def draw_small_world_offsets(n: int, rng: random.Random) -> list[int]:
+    """Kleinberg/Symphony: clockwise offsets d with density ∝ 1/d on
+    [1, 2^64), i.e. log-uniform. Drawn once, so links do not churn."""
+    return [min(RING_MAX, int(math.exp(rng.random() * RING_BITS * math.log(2)))) for _ in range(n)]
+
+
+def select_small_world(
+    my_ident: int, offsets: Sequence[int], candidates: Sequence[Entry], taken: set
+) -> list[Entry]:
+    """For each target my_ident + offset, the untaken candidate closest to it."""
+    chosen: list[Entry] = []
+    used = set(taken)
+    for off in offsets:
+        target = (my_ident + off) % RING_SIZE
+        best = None
+        best_d = RING_SIZE
+        for e in candidates:
+            if e.profile.address in used:
+                continue
+            d = ring_distance(target, e.profile.ident)
+            if d < best_d:
+                best_d, best = d, e
+        if best is None:
+            break
+        used.add(best.profile.address)
+        chosen.append(best)
+    return chosen
+
+
+class PrimaryAttribute:
+    """Algorithm 1 with hysteresis: the attribute on which most candidates
+    overlap us becomes primary, but only after beating the current one by
+    `margin` for `patience` consecutive updates, so it does not flap."""
+
+    __slots__ = ("current", "margin", "patience", "challenger", "streak")
+
+    def __init__(self, margin: float, patience: int) -> None:
+        self.current: str | None = None
+        self.margin = margin
+        self.patience = patience
+        self.challenger: str | None = None
+        self.streak = 0
+
+    def reset(self, sub: Subscription | None) -> None:
+        """A new subscription starts on its first constrained attribute."""
+        self.current = sub.attributes[0] if sub is not None else None
+        self.challenger = None
+        self.streak = 0
+
+    def update(self, counts: dict[str, int]) -> bool:
+        """Feed one period's overlap counts; True when the primary changed."""
+        if self.current is None or len(counts) < 2:
+            return False
+        best = max(counts, key=counts.__getitem__)  # ties: first in schema order
+        if best == self.current or counts[best] <= counts.get(self.current, 0) * self.margin:
+            self.challenger, self.streak = None, 0
+            return False
+        if best == self.challenger:
+            self.streak += 1
+        else:
+            self.challenger, self.streak = best, 1
+        if self.streak >= self.patience:
+            self.current, self.challenger, self.streak = best, None, 0
+            return True
+        return False

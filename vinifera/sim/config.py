@@ -1,0 +1,64 @@
+"""Configuration of one simulation run."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from vinifera.protocol.config import OverlayConfig
+from vinifera.sim.network import NetworkModel
+
+
+@dataclass(frozen=True, slots=True)
+class ChurnStep:
+    """At the start of `round`: kill (crash, no goodbye) a fraction of the
+    alive nodes, make them leave gracefully, or join `count` new nodes."""
+
+    round: int
+    kind: str  # "kill" | "leave" | "join"
+    fraction: float = 0.0
+    count: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("kill", "leave", "join"):
+            raise ValueError(f"unknown churn kind {self.kind!r}")
+        if self.round < 0:
+            raise ValueError("churn round must be >= 0")
+        if self.kind in ("kill", "leave") and not 0.0 < self.fraction < 1.0:
+            raise ValueError(f"{self.kind} fraction must be in (0, 1)")
+        if self.kind == "join" and self.count < 1:
+            raise ValueError("join count must be >= 1")
+
+
+@dataclass(frozen=True, slots=True)
+class SimConfig:
+    nodes: int = 1000
+    rounds: int = 50
+    seed: int = 1
+    # Workload of ../shared/EXPERIMENTS.md: "random" or "skewed" subscriptions
+    # over `attributes` numeric attributes with domain [0, 1000].
+    subscriptions: str = "skewed"
+    attributes: int = 1
+    overlay: OverlayConfig = field(default_factory=OverlayConfig)
+    network: NetworkModel = field(default_factory=NetworkModel)
+    # Bootstrap nodes a joining node is given (random alive nodes).
+    bootstrap_size: int = 3
+    # The initial nodes join at times spread uniformly over this many rounds.
+    join_spread_rounds: float = 1.0
+    churn: tuple[ChurnStep, ...] = ()
+    # Random pairs sampled for random_pair_utility.
+    utility_pairs: int = 20000
+
+    def __post_init__(self) -> None:
+        if self.nodes < 1:
+            raise ValueError("nodes must be >= 1")
+        if self.rounds < 1:
+            raise ValueError("rounds must be >= 1")
+        if self.attributes < 1:
+            raise ValueError("attributes must be >= 1")
+        if self.bootstrap_size < 1:
+            raise ValueError("bootstrap_size must be >= 1")
+        if self.join_spread_rounds <= 0:
+            raise ValueError("join_spread_rounds must be positive")
+
+    def to_dict(self) -> dict:
+        return asdict(self)

@@ -1,0 +1,206 @@
+"""The simulator driver: runs the protocol's Node state machines in virtual
+time. One event queue ordered by (time, sequence), a seeded network model,
+churn, workloads. Same seed, same result, byte for byte.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from vinifera.protocol.actions import Log, Send
+from vinifera.protocol.node import Node
+from vinifera.protocol.records import node_name, record
+from vinifera.schema import Schema
+from vinifera.sim import metrics
+from vinifera.sim.config import SimConfig
+from vinifera.sim.events import EventQueue
+from vinifera.sim.logwriter import LOG_FILE_NAME, JsonLinesWriter
+from vinifera.sim.workload import Workload
+
+# Event kinds in the queue.
+JOIN, TICK, MESSAGE = 0, 1, 2
+
+
+class Simulation:
+    def __init__(self, config: SimConfig, log_dir: Path | None = None) -> None:
+        self.config = config
+        master = random.Random(config.seed)
+        # Independent streams, so that e.g. changing the loss rate does not
+        # change which subscriptions the nodes get.
+        self.net_rng = random.Random(master.getrandbits(64))
+        self.churn_rng = random.Random(master.getrandbits(64))
+        self.workload_rng = random.Random(master.getrandbits(64))
+        self.metrics_rng = random.Random(master.getrandbits(64))
+        self.node_seed_rng = random.Random(master.getrandbits(64))
+        self.schema = Schema.numeric(config.attributes)
+        self.workload = Workload(config.subscriptions, self.schema, self.workload_rng)
+        overlay = config.overlay
+        if log_dir is None and overlay.log_links:
+            overlay = overlay.with_(log_links=False)  # nothing would read them
+        self.overlay_config = overlay
+        self.queue = EventQueue()
+        self.nodes: list[Node] = []  # index = address
+        self.alive: dict[int, Node] = {}  # address -> node, in join order
+        self.death_time: dict[int, float] = {}
+        self.now = 0.0
+        self.log_dir = log_dir
+        self.writer: JsonLinesWriter | None = None
+        if log_dir is not None:
+            log_dir.mkdir(parents=True, exist_ok=True)
+            self.writer = JsonLinesWriter(log_dir / LOG_FILE_NAME)
+        self.stats = {"messages_sent": 0, "messages_lost": 0, "messages_to_dead": 0}
+        self.ring_history: list[float] = []
+        self.node_rounds = 0
+        self.kill_rounds: list[int] = []
+        self.max_dead_link_seconds = 0.0
+
+    # ----------------------------------------------------------------- running
+
+    def run(self, progress: Callable[[int], None] | None = None) -> dict:
+        cfg = self.config
+        period = self.overlay_config.period
+        started = time.perf_counter()
+        try:
+            self._schedule_joins(cfg.nodes, 0.0, cfg.join_spread_rounds * period)
+            for r in range(cfg.rounds):
+                self._apply_churn(r, r * period)
+                self._run_until((r + 1) * period)
+                self._measure_round(r)
+                if progress is not None:
+                    progress(r)
+        finally:
+            if self.writer is not None:
+                self.writer.close()
+        wall = time.perf_counter() - started
+        summary = self._summary()
+        summary["wall_seconds"] = round(wall, 3)
+        summary["node_rounds_per_second"] = round(self.node_rounds / wall, 1) if wall else None
+        return summary
+
+    def _run_until(self, limit: float) -> None:
+        queue = self.queue
+        nodes = self.nodes
+        alive = self.alive
+        period = self.overlay_config.period
+        while (ev := queue.pop_until(limit)) is not None:
+            t, _seq, kind, a, b = ev
+            self.now = t
+            if kind == MESSAGE:
+                node = alive.get(a)
+                if node is None:
+                    self.stats["messages_to_dead"] += 1
+                    continue
+                self._act(t, node.receive(t, b))
+            elif kind == TICK:
+                node = alive.get(a)
+                if node is None or node is not b:
+                    continue  # died (or left) since this tick was scheduled
+                self._act(t, node.tick(t))
+                queue.push(t + period, TICK, a, node)
+            else:  # JOIN
+                node = nodes[a]
+                others = list(alive)
+                k = min(self.config.bootstrap_size, len(others))
+                bootstrap = self.churn_rng.sample(others, k) if k else []
+                alive[a] = node
+                self.death_time.pop(a, None)
+                self._act(t, node.start(t, bootstrap))
+                queue.push(t + period, TICK, a, node)
+
+    def _act(self, now: float, actions: list) -> None:
+        for action in actions:
+            if type(action) is Send:
+                self.stats["messages_sent"] += 1
+                delay = self.config.network.delay(self.net_rng)
+                if delay is None:
+                    self.stats["messages_lost"] += 1
+                    continue
+                self.queue.push(now + delay, MESSAGE, action.dest, action.message)
+            elif type(action) is Log and self.writer is not None:
+                self.writer.write(action.record)
+
+    # ----------------------------------------------------------------- churn
+
+    def _new_node(self) -> int:
+        address = len(self.nodes)
+        node = Node(
+            address,
+            self.schema,
+            self.overlay_config,
+            random.Random(self.node_seed_rng.getrandbits(64)),
+            subscription=self.workload.subscription(self.workload_rng),
+        )
+        self.nodes.append(node)
+        return address
+
+    def _schedule_joins(self, count: int, start: float, spread: float) -> None:
+        times = sorted(start + spread * self.churn_rng.random() for _ in range(count))
+        for t in times:
+            self.queue.push(t, JOIN, self._new_node())
+
+    def _apply_churn(self, r: int, now: float) -> None:
+        for step in self.config.churn:
+            if step.round != r:
+                continue
+            if step.kind == "join":
+                self._schedule_joins(step.count, now, self.overlay_config.period)
+                continue
+            victims = self.churn_rng.sample(list(self.alive), int(len(self.alive) * step.fraction))
+            for address in victims:
+                node = self.alive.pop(address)
+                self.death_time[address] = now
+                if step.kind == "leave":
+                    self._act(now, node.leave(now))
+                elif self.writer is not None:
+                    # A crashed node cannot log; the simulator records it for the analysis.
+                    self.writer.write(record(now, node_name(address), "crash"))
+            if step.kind == "kill":
+                self.kill_rounds.append(r)
+
+    # ----------------------------------------------------------------- measuring
+
+    def _measure_round(self, r: int) -> None:
+        alive = list(self.alive.values())
+        self.node_rounds += len(alive)
+        self.ring_history.append(metrics.ring_correct_fraction(alive))
+        end = (r + 1) * self.overlay_config.period
+        for _node, _dead, died in metrics.dead_links(alive, self.death_time):
+            self.max_dead_link_seconds = max(self.max_dead_link_seconds, end - died)
+
+    def _summary(self) -> dict:
+        cfg = self.config
+        alive = list(self.alive.values())
+        history = self.ring_history
+        converged = next((i for i, f in enumerate(history) if f == 1.0), None)
+        summary = {
+            "nodes": cfg.nodes,
+            "rounds": cfg.rounds,
+            "seed": cfg.seed,
+            "subscriptions": cfg.subscriptions,
+            "attributes": cfg.attributes,
+            "friends": self.overlay_config.friends,
+            "small_world": self.overlay_config.small_world,
+            "alive_nodes": len(alive),
+            "ring_correct_fraction": history[-1],
+            # First round (0-based) at whose end the ring was entirely correct.
+            "ring_converged_round": converged,
+            "max_degree": metrics.max_degree(alive),
+            "degree_bound": self.overlay_config.max_links,
+            "mean_friend_utility": round(metrics.mean_friend_utility(alive, self.alive), 6),
+            "random_pair_utility": round(
+                metrics.random_pair_utility(alive, self.metrics_rng, cfg.utility_pairs), 6
+            ),
+            "failure_timeout": self.overlay_config.failure_timeout,
+            "max_dead_link_seconds": round(self.max_dead_link_seconds, 6),
+            **self.stats,
+        }
+        if self.kill_rounds:
+            k = self.kill_rounds[-1]
+            back = next((i for i in range(k, len(history)) if history[i] == 1.0), None)
+            summary["kill_round"] = k
+            # Rounds after the kill until the ring was entirely correct again.
+            summary["ring_recovery_rounds"] = None if back is None else back - k + 1
+        return summary
