@@ -41,11 +41,11 @@ def test_join_contacts_bootstrap_and_links_both_ways():
     assert [s.dest for s in sends(out, m.Join)] == [1]
     assert any(isinstance(x, Log) and x.record["ev"] == "join" for x in out)
     deliver_all(nodes, out, 0.1)
-    assert b.overlay.links.succ.profile.address == 1
+    assert b.overlay.links.succ == 1
     deliver_all(nodes, b.tick(1.0), 1.0)
     deliver_all(nodes, a.tick(1.0), 1.0)
-    assert a.overlay.links.succ.profile.address == 2
-    assert a.overlay.links.pred.profile.address == 2
+    assert a.overlay.links.succ == 2
+    assert a.overlay.links.pred == 2
 
 
 def test_ring_of_five_converges_from_a_chain_of_joins():
@@ -59,8 +59,8 @@ def test_ring_of_five_converges_from_a_chain_of_joins():
             deliver_all(nodes, n.tick(float(r)), float(r))
     order = sorted(nodes.values(), key=lambda n: n.ident)
     for i, n in enumerate(order):
-        assert n.overlay.links.succ.profile.address == order[(i + 1) % 5].address
-        assert n.overlay.links.pred.profile.address == order[i - 1].address
+        assert n.overlay.links.succ == order[(i + 1) % 5].address
+        assert n.overlay.links.pred == order[i - 1].address
 
 
 def test_silent_link_is_probed_then_dropped_after_the_timeout():

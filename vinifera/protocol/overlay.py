@@ -3,18 +3,24 @@ ring / friend / small-world links, and liveness from profiles-as-heartbeats.
 
 Pure state: every method takes `now`, randomness comes from the injected rng,
 and effects are appended to `out` (Send and Log actions) for the driver.
+
+Liveness: every Entry carries `heard`, the local time of the freshest
+evidence that its node was alive. Evidence is back-dated by the transit
+allowance, so `heard` never exceeds the moment the node was last really
+alive; entries silent for longer than `stale_after` are neither selected nor
+believed. Hence a dead neighbour is gone within `failure_timeout`.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 
 from vinifera.protocol import messages as m
 from vinifera.protocol.actions import Log, Send
 from vinifera.protocol.config import OverlayConfig
 from vinifera.protocol.cyclon import Cyclon
-from vinifera.protocol.profile import Entry, Profile, fresher, from_wire_entries, to_wire_entries
+from vinifera.protocol.profile import Entry, Profile, from_wire_entries, to_wire_entries
 from vinifera.protocol.records import hex_id, node_name, record
 from vinifera.protocol.tman import (
     Links,
@@ -27,9 +33,9 @@ from vinifera.protocol.tman import (
 )
 from vinifera.ring import RING_SIZE
 
-# Candidates learned by direct contact between two reselections (bounds memory
-# when many strangers write to us).
-MAX_FRESH = 32
+# Gossiped candidates held between two reselections; direct contacts may use
+# twice as much. Bounds memory when many peers write to us at once.
+MAX_INBOX = 64
 
 
 class Overlay:
@@ -45,9 +51,12 @@ class Overlay:
         self.rng = rng
         self.out = out
         self.name = node_name(profile.address)
+        self.transit = config.transit_allowance
         self.cyclon = Cyclon(profile.address, config.view_size, config.shuffle_length, rng)
         self.links = Links()
-        self.fresh: dict[Hashable, Entry] = {}
+        # Candidates learned since the last reselection (gossip and contacts).
+        self.inbox: dict[Hashable, Entry] = {}
+        self.ring_backups: list[Entry] = []  # next successors/predecessors
         self.departed: dict[Hashable, float] = {}
         self.primary = PrimaryAttribute(config.primary_margin, config.primary_patience)
         self.primary.reset(profile.subscription)
@@ -55,9 +64,7 @@ class Overlay:
         self.sw_offsets = draw_small_world_offsets(n_offsets, rng)
         self.bootstrap: list[Hashable] = []
         self.joined = False
-        self.transit = config.transit_allowance
-        self._pool: list[Entry] = []  # candidates seen at the last reselection
-        self.ring_backups: list[Entry] = []  # next successors/predecessors
+        self._pool: list[Entry] = []  # candidates of the last reselection
         self._exchanges = 0
         self.counters = {"suspected": 0, "joins_sent": 0}
 
@@ -72,7 +79,7 @@ class Overlay:
 
     def leave(self, now: float) -> None:
         msg = m.Leave(self.profile)
-        targets = {e.profile.address: None for e in self.links.entries()}
+        targets = dict.fromkeys(self.links.by_address)
         targets.update(dict.fromkeys(self.cyclon.view))
         for addr in targets:
             self.out.append(Send(addr, msg))
@@ -81,48 +88,47 @@ class Overlay:
         self.profile = profile
         if subscription_changed:
             self.primary.reset(profile.subscription)
-        self._reselect(now, ())
+        self._reselect(now, self._candidates(now, True))
 
     # ----------------------------------------------------------------- periodic
 
     def tick(self, now: float) -> None:
         cfg = self.config
-        for addr, t in list(self.departed.items()):
-            if now - t > cfg.departed_memory:
-                del self.departed[addr]
-        if not self.cyclon.view and not self.links.entries() and self.bootstrap:
+        if self.departed:
+            for addr, t in list(self.departed.items()):
+                if now - t > cfg.departed_memory:
+                    del self.departed[addr]
+        if not self.cyclon.view and not self.links.by_address and self.bootstrap:
             self._send_joins()
-        # Cyclon shuffle with the oldest neighbour.
+        # Cyclon: shuffle with the oldest neighbour.
         started = self.cyclon.start_shuffle()
         if started is not None:
             target, sent = started
             mine = Entry(self.profile, now)
-            self.out.append(
-                Send(target, m.Shuffle(self.profile, to_wire_entries([mine, *sent], now)))
-            )
-        # Liveness: silent links fall out in the reselection; log them.
-        before = self.links.entries()
-        self._update_primary(now)
-        self._reselect(now, ())
-        kept = {e.profile.address for e in self.links.entries()}
-        for e in before:
-            if e.profile.address not in kept and now - e.heard > cfg.stale_after:
+            wire = to_wire_entries([mine, *sent], now)
+            self.out.append(Send(target, m.Shuffle(self.profile, wire)))
+        # T-Man: reselect from everything we know; silent links fall out.
+        before = self.links.by_address
+        cands = self._candidates(now, True)
+        self._update_primary(now, cands)
+        self._reselect(now, cands)
+        kept = self.links.by_address
+        stale = now - cfg.stale_after
+        for addr, e in before.items():
+            if addr not in kept and e.heard < stale:
                 self.counters["suspected"] += 1
-                self.out.append(
-                    Log(record(now, self.name, "suspect", peer=node_name(e.profile.address)))
-                )
-        # T-Man exchange with a random link (or a random sample when we have none).
+                self.out.append(Log(record(now, self.name, "suspect", peer=node_name(addr))))
         links = self.links.entries()
         pool = links or self.cyclon.entries()
         if pool:
             target = self._exchange_partner(pool)
-            self.out.append(
-                Send(target.address, m.TmanRequest(self.profile, self._tman_buffer(now, target)))
-            )
+            buf = self._tman_buffer(now, target)
+            self.out.append(Send(target.address, m.TmanRequest(self.profile, buf)))
         # Probe links we have not heard from lately.
         ping = None
+        probe = now - cfg.probe_after
         for e in links:
-            if now - e.heard >= cfg.probe_after:
+            if e.heard <= probe:
                 ping = ping or m.Ping(self.profile)
                 self.out.append(Send(e.profile.address, ping))
 
@@ -135,35 +141,38 @@ class Overlay:
         self.cyclon.insert(entry)
 
     def on_join_reply(self, now: float, msg: m.JoinReply) -> None:
-        self._heard_from(now, msg.profile)
-        received = self._accept(now, from_wire_entries(msg.entries, now, self.transit))
+        entry = self._heard_from(now, msg.profile)
+        received = self._believable(now, self._decode(now, msg.entries))
         self.cyclon.merge(received, [])
-        self.cyclon.insert(Entry(msg.profile, now))
+        self.cyclon.insert(entry)
         self.joined = True
-        self._reselect(now, received)
+        self._stash(received)
+        self._reselect(now, self._candidates(now, True))
 
     def on_shuffle(self, now: float, msg: m.Shuffle) -> None:
         self._heard_from(now, msg.profile)
-        received = self._accept(now, from_wire_entries(msg.entries, now, self.transit))
+        received = self._believable(now, self._decode(now, msg.entries))
         reply = self.cyclon.answer_shuffle(msg.profile.address, received)
-        self.out.append(
-            Send(msg.profile.address, m.ShuffleReply(self.profile, to_wire_entries(reply, now)))
-        )
+        wire = to_wire_entries(reply, now)
+        self.out.append(Send(msg.profile.address, m.ShuffleReply(self.profile, wire)))
 
     def on_shuffle_reply(self, now: float, msg: m.ShuffleReply) -> None:
         self._heard_from(now, msg.profile)
-        received = self._accept(now, from_wire_entries(msg.entries, now, self.transit))
+        received = self._believable(now, self._decode(now, msg.entries))
         self.cyclon.finish_shuffle(msg.profile.address, received)
 
     def on_tman(self, now: float, msg: m.TmanRequest) -> None:
+        """Passive side: answer now, merge at the next reselection (at most
+        one period later), which halves the selection work."""
         self._heard_from(now, msg.profile)
         reply = self._tman_buffer(now, msg.profile)
         self.out.append(Send(msg.profile.address, m.TmanReply(self.profile, reply)))
-        self._reselect(now, self._accept(now, from_wire_entries(msg.entries, now, self.transit)))
+        self._stash(self._decode(now, msg.entries))
 
     def on_tman_reply(self, now: float, msg: m.TmanReply) -> None:
         self._heard_from(now, msg.profile)
-        self._reselect(now, self._accept(now, from_wire_entries(msg.entries, now, self.transit)))
+        self._stash(self._decode(now, msg.entries))
+        self._reselect(now, self._candidates(now, False))
 
     def on_ping(self, now: float, msg: m.Ping) -> None:
         self._heard_from(now, msg.profile)
@@ -176,10 +185,10 @@ class Overlay:
         addr = msg.profile.address
         self.departed[addr] = now
         self.cyclon.forget(addr)
-        self.fresh.pop(addr, None)
-        self._reselect(now, ())
+        self.inbox.pop(addr, None)
+        self._reselect(now, self._candidates(now, True))
 
-    # ----------------------------------------------------------------- internals
+    # ----------------------------------------------------------------- evidence
 
     def heard_from(self, now: float, profile: Profile) -> None:
         """Direct evidence from any layer's message (content messages too)."""
@@ -188,122 +197,92 @@ class Overlay:
     def _heard_from(self, now: float, profile: Profile) -> Entry:
         entry = Entry(profile, now - self.transit)
         addr = profile.address
-        self.departed.pop(addr, None)
+        if self.departed:
+            self.departed.pop(addr, None)
         self.cyclon.touch(entry)
-        links = self.links
-        if links.succ is not None and links.succ.profile.address == addr:
-            links.succ = entry
-        if links.pred is not None and links.pred.profile.address == addr:
-            links.pred = entry
-        for group in (links.friends, links.small_world):
-            for i, e in enumerate(group):
-                if e.profile.address == addr:
-                    group[i] = entry
-        if addr in self.fresh or len(self.fresh) < MAX_FRESH:
-            self.fresh[addr] = entry
+        links = self.links.by_address
+        if addr in links:
+            links[addr] = entry
+        inbox = self.inbox
+        if addr in inbox or len(inbox) < 2 * MAX_INBOX:
+            inbox[addr] = entry
         return entry
 
-    def _exchange_partner(self, pool: list[Entry]) -> Profile:
-        """Rotate successor, predecessor, random link. Regular contact with
-        both ring neighbours is what lets a node's successor learn that it is
-        the true predecessor (Chord's notify), and closes the ring fast."""
-        self._exchanges += 1
-        links = self.links
-        turn = self._exchanges % 3
-        if turn == 0 and links.succ is not None:
-            return links.succ.profile
-        if turn == 1 and links.pred is not None:
-            return links.pred.profile
-        return self.rng.choice(pool).profile
+    def _decode(self, now: float, pairs) -> list[Entry]:
+        return from_wire_entries(pairs, now, self.transit)
 
-    def _accept(self, now: float, entries: list[Entry]) -> list[Entry]:
-        """Gossip we are willing to believe: not about us, not too old, not
-        about a node that left after the evidence was gathered."""
-        timeout = self.config.stale_after
+    def _believable(self, now: float, entries: Iterable[Entry]) -> list[Entry]:
+        """Gossip we believe: not about us, not stale, not about a node that
+        left after the evidence was gathered."""
+        limit = now - self.config.stale_after
         me = self.profile.address
         departed = self.departed
         ok = []
         for e in entries:
             addr = e.profile.address
-            if addr == me or now - e.heard > timeout:
+            if addr == me or e.heard < limit:
                 continue
-            left = departed.get(addr)
-            if left is not None and e.heard <= left:
-                continue
-            ok.append(e)
-        return ok
-
-    def _tman_buffer(self, now: float, target: Profile) -> tuple:
-        """What we send in a T-Man exchange, ranked for the receiver (T-Man's
-        key to fast convergence): the candidates closest to its identifier
-        first, then our own links (its neighbour's friends are likely its
-        friends too), then the rest of what we know; capped."""
-        cap = self.config.tman_message_size
-        limit = now - self.config.stale_after
-        taddr = target.address
-        pool = [e for e in self._pool if e.heard >= limit and e.profile.address != taddr]
-        pool.append(Entry(self.profile, now))
-        if len(pool) > cap:
-            ident = target.ident
-            size = RING_SIZE
-            half = size >> 1
-
-            def closeness(e: Entry) -> int:
-                d = (e.profile.ident - ident) % size
-                return d if d <= half else size - d
-
-            ranked = sorted(pool, key=closeness)
-            chosen = {e.profile.address: e for e in ranked[: cap // 2]}
-            for e in self.links.entries():
-                if e.profile.address != taddr:
-                    chosen.setdefault(e.profile.address, e)
-            for e in pool:
-                if len(chosen) >= cap:
-                    break
-                chosen.setdefault(e.profile.address, e)
-            pool = list(chosen.values())[:cap]
-        return to_wire_entries(pool, now)
-
-    def _candidates(self, now: float, received) -> list[Entry]:
-        pool: dict[Hashable, Entry] = {}
-        timeout = self.config.stale_after
-        me = self.profile.address
-        departed = self.departed
-        sources = (
-            self.links.entries(),
-            received,
-            self.ring_backups,
-            self.cyclon.view.values(),
-            self.fresh.values(),
-        )
-        for source in sources:
-            for e in source:
-                addr = e.profile.address
-                if addr == me or now - e.heard > timeout:
-                    continue
+            if departed:
                 left = departed.get(addr)
                 if left is not None and e.heard <= left:
                     continue
-                cur = pool.get(addr)
-                if cur is None or fresher(e, cur):
+            ok.append(e)
+        return ok
+
+    def _stash(self, entries: Iterable[Entry]) -> None:
+        inbox = self.inbox
+        for e in entries:
+            addr = e.profile.address
+            cur = inbox.get(addr)
+            if cur is None:
+                if len(inbox) < MAX_INBOX:
+                    inbox[addr] = e
+            elif e.heard > cur.heard:
+                inbox[addr] = e
+
+    def _candidates(self, now: float, with_view: bool) -> list[Entry]:
+        """Everything believable we know, one freshest entry per node."""
+        limit = now - self.config.stale_after
+        pool: dict[Hashable, Entry] = {}
+        get = pool.get
+        sources: tuple = (self.links.by_address.values(), self.inbox.values(), self.ring_backups)
+        if with_view:
+            sources += (self.cyclon.view.values(),)
+        for source in sources:
+            for e in source:
+                if e.heard < limit:
+                    continue
+                addr = e.profile.address
+                cur = get(addr)
+                if (
+                    cur is None
+                    or e.heard > cur.heard
+                    or (e.heard == cur.heard and e.profile.seq > cur.profile.seq)
+                ):
                     pool[addr] = e
+        pool.pop(self.profile.address, None)
+        if self.departed:
+            for addr, left in self.departed.items():
+                e = pool.get(addr)
+                if e is not None and e.heard <= left:
+                    del pool[addr]
         return list(pool.values())
 
-    def _update_primary(self, now: float) -> None:
+    # ----------------------------------------------------------------- selection
+
+    def _update_primary(self, now: float, cands: list[Entry]) -> None:
         sub = self.profile.subscription
         if sub is None or len(sub.attributes) < 2:
             return
         before = self.primary.current
-        if self.primary.update(overlap_counts(sub, self._candidates(now, ()))):
-            self.out.append(
-                Log(record(now, self.name, "primary", before=before, after=self.primary.current))
-            )
+        if self.primary.update(overlap_counts(sub, cands)):
+            rec = record(now, self.name, "primary", before=before, after=self.primary.current)
+            self.out.append(Log(rec))
 
-    def _reselect(self, now: float, received) -> None:
+    def _reselect(self, now: float, cands: list[Entry]) -> None:
         cfg = self.config
-        cands = self._candidates(now, received)
         self._pool = cands
-        self.fresh.clear()
+        self.inbox.clear()
         me = self.profile
         succs, preds = ring_neighbourhood(me.ident, cands, cfg.ring_backups + 1)
         succ = succs[0] if succs else None
@@ -328,11 +307,59 @@ class Overlay:
         if cfg.log_links and self.links.shape() != old_shape:
             self.out.append(Log(self._links_record(now)))
 
+    def _exchange_partner(self, pool: list[Entry]) -> Profile:
+        """Rotate successor, predecessor, random link. Regular contact with
+        both ring neighbours is what lets a node's successor learn that it is
+        the true predecessor (Chord's notify), and closes the ring fast."""
+        self._exchanges += 1
+        links = self.links
+        turn = self._exchanges % 3
+        if turn == 0 and links.succ is not None:
+            return links.by_address[links.succ].profile
+        if turn == 1 and links.pred is not None:
+            return links.by_address[links.pred].profile
+        return self.rng.choice(pool).profile
+
+    def _tman_buffer(self, now: float, target: Profile) -> tuple:
+        """What we send in a T-Man exchange, ranked for the receiver (T-Man's
+        key to fast convergence): the candidates closest to its identifier
+        first, then our own links (its neighbour's friends are likely its
+        friends too), then the rest of what we know; capped."""
+        cap = self.config.tman_message_size
+        limit = now - self.config.stale_after
+        taddr = target.address
+        pool = [e for e in self._pool if e.heard >= limit and e.profile.address != taddr]
+        pool.append(Entry(self.profile, now))
+        if len(pool) > cap:
+            t = target.ident
+            size = RING_SIZE
+            half = size >> 1
+            keyed = []
+            for i, e in enumerate(pool):
+                d = (e.profile.ident - t) % size
+                keyed.append((d if d <= half else size - d, i))
+            keyed.sort()
+            chosen = {}
+            for _, i in keyed[: cap // 2]:
+                e = pool[i]
+                chosen[e.profile.address] = e
+            for addr, e in self.links.by_address.items():
+                if addr != taddr:
+                    chosen.setdefault(addr, e)
+            for e in pool:
+                if len(chosen) >= cap:
+                    break
+                chosen.setdefault(e.profile.address, e)
+            pool = list(chosen.values())[:cap]
+        return to_wire_entries(pool, now)
+
+    # ----------------------------------------------------------------- misc
+
     def _links_record(self, now: float) -> dict:
         links = self.links
 
-        def name(e):
-            return None if e is None else node_name(e.profile.address)
+        def name(addr):
+            return None if addr is None else node_name(addr)
 
         return record(
             now,
@@ -341,8 +368,8 @@ class Overlay:
             id=hex_id(self.profile.ident),
             succ=name(links.succ),
             pred=name(links.pred),
-            friends=[name(e) for e in links.friends],
-            small_world=[name(e) for e in links.small_world],
+            friends=[name(a) for a in links.friends],
+            small_world=[name(a) for a in links.small_world],
             primary=self.primary.current,
         )
 
@@ -354,4 +381,4 @@ class Overlay:
             self.out.append(Send(addr, msg))
 
     def link_addresses(self) -> list[Hashable]:
-        return [e.profile.address for e in self.links.entries()]
+        return list(self.links.by_address)

@@ -78,7 +78,7 @@ def fresher(a: Entry, b: Entry) -> bool:
 def to_wire_entries(entries, now: float) -> tuple:
     """Entries as (profile, age) pairs: ages, not times, cross the network
     because peers' clocks are not comparable."""
-    return tuple((e.profile, max(0.0, now - e.heard)) for e in entries)
+    return tuple([(e.profile, now - e.heard) for e in entries])
 
 
 def from_wire_entries(pairs, now: float, transit: float) -> list[Entry]:

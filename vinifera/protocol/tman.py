@@ -20,10 +20,11 @@ FULL_RANGE = (0, RING_MAX)
 
 
 class Links:
-    """The selected routing table. Entries, not addresses, so that liveness
-    (`heard`) and the neighbour's profile travel with the link."""
+    """The selected routing table: addresses by role, and one Entry per
+    distinct neighbour so that liveness (`heard`) and the neighbour's profile
+    travel with the link."""
 
-    __slots__ = ("succ", "pred", "friends", "small_world")
+    __slots__ = ("succ", "pred", "friends", "small_world", "by_address")
 
     def __init__(
         self,
@@ -32,31 +33,29 @@ class Links:
         friends: Sequence[Entry] = (),
         small_world: Sequence[Entry] = (),
     ) -> None:
-        self.succ = succ
-        self.pred = pred
-        self.friends = list(friends)
-        self.small_world = list(small_world)
+        by: dict = {}
+        for e in (succ, pred, *friends, *small_world):
+            if e is not None:
+                by.setdefault(e.profile.address, e)
+        self.by_address = by
+        self.succ = None if succ is None else succ.profile.address
+        self.pred = None if pred is None else pred.profile.address
+        self.friends = tuple(e.profile.address for e in friends)
+        self.small_world = tuple(e.profile.address for e in small_world)
 
     def entries(self) -> list[Entry]:
         """Distinct link entries: ring first, then friends, then small-world."""
-        seen: dict = {}
-        for e in (self.succ, self.pred, *self.friends, *self.small_world):
-            if e is not None and e.profile.address not in seen:
-                seen[e.profile.address] = e
-        return list(seen.values())
+        return list(self.by_address.values())
+
+    def entry(self, address) -> Entry | None:
+        return self.by_address.get(address)
+
+    def addresses(self) -> list:
+        return list(self.by_address)
 
     def shape(self) -> tuple:
         """A comparable summary, to detect changes worth logging."""
-
-        def addr(e: Entry | None):
-            return None if e is None else e.profile.address
-
-        return (
-            addr(self.succ),
-            addr(self.pred),
-            tuple(e.profile.address for e in self.friends),
-            tuple(e.profile.address for e in self.small_world),
-        )
+        return (self.succ, self.pred, self.friends, self.small_world)
 
 
 def select_ring(my_ident: int, candidates: Iterable[Entry]) -> tuple[Entry | None, Entry | None]:
@@ -80,22 +79,20 @@ def ring_neighbourhood(
     my_ident: int, candidates: Sequence[Entry], r: int
 ) -> tuple[list[Entry], list[Entry]]:
     """The r closest candidates clockwise (successor list) and counter-
-    clockwise (predecessor list), closest first; our own identifier excluded."""
-    keyed = []
-    for e in candidates:
-        cw = (e.profile.ident - my_ident) % RING_SIZE
-        if cw:
-            keyed.append((cw, e.profile.ident, e))
-    if not keyed:
+    clockwise (predecessor list), closest first; our own identifier excluded.
+    Ties (equal identifiers) keep candidate order, so the result is
+    deterministic."""
+    size = RING_SIZE
+    keyed = [((e.profile.ident - my_ident) % size, i) for i, e in enumerate(candidates)]
+    keyed.sort()
+    start = 0
+    while start < len(keyed) and keyed[start][0] == 0:
+        start += 1
+    if start == len(keyed):
         return [], []
-    keyed.sort(key=_cw_key)
-    succs = [k[2] for k in keyed[:r]]
-    preds = [k[2] for k in reversed(keyed[-r:])]
+    succs = [candidates[k[1]] for k in keyed[start : start + r]]
+    preds = [candidates[k[1]] for k in reversed(keyed[max(start, len(keyed) - r) :])]
     return succs, preds
-
-
-def _cw_key(k: tuple) -> tuple:
-    return k[0], k[1]
 
 
 def key_range_on(sub: Subscription | None, attribute: str) -> tuple[int, int]:

@@ -25,12 +25,7 @@ def ring_correct_fraction(alive: Sequence[Node]) -> float:
         true_succ = order[(i + 1) % n].address
         true_pred = order[i - 1].address
         links = node.overlay.links
-        if (
-            links.succ is not None
-            and links.pred is not None
-            and links.succ.profile.address == true_succ
-            and links.pred.profile.address == true_pred
-        ):
+        if links.succ == true_succ and links.pred == true_pred:
             correct += 1
     return correct / n
 
@@ -50,8 +45,8 @@ def mean_friend_utility(alive: Sequence[Node], by_address: dict) -> float:
     count = 0
     for node in alive:
         primary = node.overlay.primary.current
-        for e in node.overlay.links.friends:
-            peer = by_address.get(e.profile.address)
+        for addr in node.overlay.links.friends:
+            peer = by_address.get(addr)
             if peer is None:
                 continue
             total += friend_utility(node.subscription, peer.subscription, primary)
