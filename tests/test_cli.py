@@ -1,0 +1,80 @@
+"""The command line, run as a user would: installed console scripts."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+
+
+def run(*args, check=False):
+    return subprocess.run(
+        [str(BIN / args[0]), *args[1:]], capture_output=True, text=True, check=check, timeout=120
+    )
+
+
+def test_sim_run_json_has_the_documented_fields(tmp_path):
+    out = run(
+        "vinifera", "sim", "run", "--nodes", "60", "--rounds", "15", "--seed", "5",
+        "--friends", "6", "--small-world", "2", "--log-dir", str(tmp_path), "--json",
+    )
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    for key in (
+        "nodes", "rounds", "seed", "ring_correct_fraction", "max_degree", "mean_friend_utility",
+        "random_pair_utility", "wall_seconds", "node_rounds_per_second",
+    ):
+        assert key in summary
+    assert summary["nodes"] == 60 and summary["rounds"] == 15 and summary["seed"] == 5
+    assert summary["max_degree"] <= 10
+    assert out.stderr == ""  # no progress bar with --json
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["config"]["seed"] == 5
+    assert manifest["config"]["overlay"]["friends"] == 6
+    stable = json.loads((tmp_path / "summary.json").read_text())
+    assert "wall_seconds" not in stable
+    assert stable["ring_correct_fraction"] == summary["ring_correct_fraction"]
+    assert (tmp_path / "sim.jsonl").stat().st_size > 0
+
+
+def test_sim_run_human_output():
+    out = run("vinifera", "sim", "run", "--nodes", "20", "--rounds", "5")
+    assert out.returncode == 0, out.stderr
+    assert "ring_correct_fraction" in out.stdout
+
+
+def test_sim_run_refuses_half_a_kill():
+    out = run("vinifera", "sim", "run", "--nodes", "20", "--kill-fraction", "0.2")
+    assert out.returncode == 2
+    assert "--kill-at" in out.stderr
+
+
+def test_sim_run_refuses_bad_latency():
+    out = run("vinifera", "sim", "run", "--latency", "0.5:0.1")
+    assert out.returncode == 2
+    assert "--latency" in out.stderr
+
+
+def test_help_explains():
+    out = run("vinifera", "sim", "run", "--help")
+    assert out.returncode == 0 and "--kill-fraction" in out.stdout
+    out = run("vinifera-node", "--help")
+    assert out.returncode == 0 and "subscribe" in out.stdout
+
+
+def test_node_check_validates_schema_and_expression(tmp_path):
+    schema = tmp_path / "schema.toml"
+    schema.write_text(
+        '[attributes.temp]\ntype = "float"\nmin = -50\nmax = 50\n'
+        '[attributes.city]\ntype = "string"\n'
+    )
+    ok = run("vinifera-node", "check", "--schema", str(schema), 'temp in [-10, 0] and city == "Oslo"')
+    assert ok.returncode == 0, ok.stderr
+    assert "temp" in ok.stdout and "Oslo" in ok.stdout
+    bad = run("vinifera-node", "check", "--schema", str(schema), "temp in [-10, 99]")
+    assert bad.returncode == 2
+    assert "^" in bad.stderr and "99" in bad.stderr
+    schema.write_text('[attributes.temp]\ntype = "float"\nmin = 5\nmax = 1\n')
+    bad = run("vinifera-node", "check", "--schema", str(schema))
+    assert bad.returncode == 2 and "temp" in bad.stderr
