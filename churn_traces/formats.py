@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 
 Session = tuple[int, int]
 
@@ -63,7 +64,7 @@ class Trace:
 
     @property
     def sessions(self) -> Mapping[str, tuple[Session, ...]]:
-        return self._sessions
+        return MappingProxyType(self._sessions)  # read-only: transforms build new traces
 
     @property
     def nodes(self) -> list[str]:
@@ -91,8 +92,6 @@ class Trace:
         if not isinstance(other, Trace):
             return NotImplemented
         return self.end == other.end and self._sessions == other._sessions
-
-    __hash__ = None  # mutable-looking container semantics; equality is by content
 
     def __repr__(self) -> str:
         return f"Trace(nodes={len(self)}, sessions={self.session_count}, end={self.end})"
