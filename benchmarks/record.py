@@ -16,7 +16,10 @@ RESULTS = Path(__file__).with_name("results.jsonl")
 def _git(*args: str) -> str:
     try:
         out = subprocess.run(
-            ["git", *args], capture_output=True, text=True, check=True,
+            ["git", *args],
+            capture_output=True,
+            text=True,
+            check=True,
             cwd=Path(__file__).parent,
         )
     except (OSError, subprocess.CalledProcessError):

@@ -44,14 +44,17 @@ def main() -> None:
             "ring_converged_round": summary["ring_converged_round"],
         }
         print(
-            f"N={n:>6} rounds={args.rounds}: {figures['node_rounds_per_second']:>9.0f} node-rounds/s"
+            f"N={n:>6} rounds={args.rounds}:"
+            f" {figures['node_rounds_per_second']:>9.0f} node-rounds/s"
             f"  ({figures['messages_per_second']:.0f} msg/s, {wall:.1f} s,"
             f" ring {figures['ring_correct_fraction']:.3f}"
             f" converged at round {figures['ring_converged_round']})",
             flush=True,
         )
         if not args.no_record:
-            record("sim_throughput", figures, {"nodes": n, "rounds": args.rounds, "seed": args.seed})
+            record(
+                "sim_throughput", figures, {"nodes": n, "rounds": args.rounds, "seed": args.seed}
+            )
 
 
 if __name__ == "__main__":

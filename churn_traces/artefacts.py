@@ -65,8 +65,10 @@ class GlitchReport:
         if not self.glitches:
             return "glitches: none found, trace unchanged"
         times = ", ".join(f"{g.time / 3600:.1f} h ({len(g.nodes)} nodes)" for g in self.glitches)
-        return (f"glitches: filtered {len(self.glitches)} at {times}; "
-                f"merged {self.sessions_merged} session gaps")
+        return (
+            f"glitches: filtered {len(self.glitches)} at {times}; "
+            f"merged {self.sessions_merged} session gaps"
+        )
 
 
 @dataclass(frozen=True)
@@ -88,8 +90,10 @@ class StartupArtefact:
         }
 
     def describe(self) -> str:
-        return (f"start-up flash crowd: {self.joins} joins by {self.time / 3600:.2f} h "
-                f"(population {self.population_before} -> {self.population_after})")
+        return (
+            f"start-up flash crowd: {self.joins} joins by {self.time / 3600:.2f} h "
+            f"(population {self.population_before} -> {self.population_after})"
+        )
 
 
 def detect_glitches(

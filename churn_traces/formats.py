@@ -165,11 +165,16 @@ def parse_avt(text: str, name: str = "<avt>") -> Trace:
         for i in range(0, len(vals), 2):
             s, e = vals[i], vals[i + 1]
             if e <= s:
-                raise TraceError(f"node {node}: session {i // 2 + 1} ({s}, {e}) is empty "
-                                 "or reversed", name, no)
+                raise TraceError(
+                    f"node {node}: session {i // 2 + 1} ({s}, {e}) is empty or reversed", name, no
+                )
             if s < prev:
-                raise TraceError(f"node {node}: session {i // 2 + 1} ({s}, {e}) overlaps or "
-                                 "precedes the previous one", name, no)
+                raise TraceError(
+                    f"node {node}: session {i // 2 + 1} ({s}, {e}) overlaps or "
+                    "precedes the previous one",
+                    name,
+                    no,
+                )
             prev = e
         sessions[node] = tuple(zip(vals[0::2], vals[1::2], strict=True))
     if end is not None:
@@ -193,18 +198,22 @@ def parse_evt(text: str, name: str = "<evt>") -> Trace:
             continue
         parts = line.split()
         if len(parts) != 3:
-            raise TraceError(f"expected '<time> <node> up|down', got {len(parts)} fields",
-                             name, no)
+            raise TraceError(f"expected '<time> <node> up|down', got {len(parts)} fields", name, no)
         t = _int(parts[0], "time", name, no)
         node, kind = parts[1], parts[2]
         if t < last_time:
-            raise TraceError(f"time {t} is before the previous event ({last_time}): "
-                             "events must be in time order", name, no)
+            raise TraceError(
+                f"time {t} is before the previous event ({last_time}): "
+                "events must be in time order",
+                name,
+                no,
+            )
         last_time = t
         if kind == "up":
             if node in up_since:
-                raise TraceError(f"node {node} is already up (since line {up_since[node][1]})",
-                                 name, no)
+                raise TraceError(
+                    f"node {node} is already up (since line {up_since[node][1]})", name, no
+                )
             up_since[node] = (t, no)
         elif kind == "down":
             if node not in up_since:
@@ -218,8 +227,12 @@ def parse_evt(text: str, name: str = "<evt>") -> Trace:
     if up_since:
         node, (t, no) = min(up_since.items(), key=lambda kv: kv[1][1])
         if end is None or end <= t:
-            raise TraceError(f"node {node} is still up at the end of the file (no 'down', "
-                             "and no later '# end:' line)", name, no)
+            raise TraceError(
+                f"node {node} is still up at the end of the file (no 'down', "
+                "and no later '# end:' line)",
+                name,
+                no,
+            )
         for node, (t, _) in up_since.items():
             sessions.setdefault(node, []).append((t, end))
     if end is not None and end < last_time:
@@ -229,8 +242,10 @@ def parse_evt(text: str, name: str = "<evt>") -> Trace:
 
 def format_avt(trace: Trace) -> str:
     """`.avt` text: a header with the end time, then one tab-separated line per node."""
-    out = ["# vinifera churn trace (avt): node, n, then n start/end pairs in seconds",
-           f"# end: {trace.end}"]
+    out = [
+        "# vinifera churn trace (avt): node, n, then n start/end pairs in seconds",
+        f"# end: {trace.end}",
+    ]
     for node, ss in trace.sessions.items():
         times = "\t".join(f"{s}\t{e}" for s, e in ss)
         out.append(f"{node}\t{len(ss)}\t{times}")
@@ -254,8 +269,9 @@ def trace_format(path: str | Path) -> str:
     """'.avt' or '.evt' from the file name, else a TraceError."""
     suffix = Path(path).suffix.lower()
     if suffix not in _PARSERS:
-        raise TraceError(f"unknown trace format {suffix or '(none)'!r}: use .avt or .evt",
-                         str(path))
+        raise TraceError(
+            f"unknown trace format {suffix or '(none)'!r}: use .avt or .evt", str(path)
+        )
     return suffix
 
 

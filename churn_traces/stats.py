@@ -24,7 +24,9 @@ def session_lengths(trace: Trace, uncensored: bool = False) -> list[int]:
     true length is unknown); sessions up at time 0 are kept.
     """
     return sorted(
-        e - s for ss in trace.sessions.values() for s, e in ss
+        e - s
+        for ss in trace.sessions.values()
+        for s, e in ss
         if not (uncensored and e >= trace.end)
     )
 

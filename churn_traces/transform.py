@@ -21,8 +21,9 @@ def window(trace: Trace, start: int, end: int | None = None) -> Trace:
         raise ValueError(f"empty window [{start}, {stop}) of a trace ending at {trace.end}")
     out: dict[str, list[Session]] = {}
     for node, ss in trace.sessions.items():
-        kept = [(max(s, start) - start, min(e, stop) - start) for s, e in ss
-                if s < stop and e > start]
+        kept = [
+            (max(s, start) - start, min(e, stop) - start) for s, e in ss if s < stop and e > start
+        ]
         if kept:
             out[node] = kept
     return Trace(out, stop - start)
@@ -37,9 +38,11 @@ class CompressReport:
     shifted: int  # sessions whose start moved later to stay after the previous one
 
     def describe(self) -> str:
-        return (f"compress: times divided by {self.factor:g} and rounded to the nearest "
-                f"second; {self.stretched} sessions stretched to 1 s, "
-                f"{self.shifted} shifted to keep order")
+        return (
+            f"compress: times divided by {self.factor:g} and rounded to the nearest "
+            f"second; {self.stretched} sessions stretched to 1 s, "
+            f"{self.shifted} shifted to keep order"
+        )
 
 
 def _rounder(factor: float):
@@ -107,8 +110,10 @@ class SlotMapping:
 
     def describe(self) -> str:
         used = len(self.trace)
-        msg = (f"slots: {used} of {self.max_slots} used, peak concurrency "
-               f"{self.peak_concurrency}, {len(self.assignments)} sessions placed")
+        msg = (
+            f"slots: {used} of {self.max_slots} used, peak concurrency "
+            f"{self.peak_concurrency}, {len(self.assignments)} sessions placed"
+        )
         if self.dropped:
             msg += f", {len(self.dropped)} dropped (no free slot)"
         return msg

@@ -85,25 +85,43 @@ def stats_cmd(file: Path, as_json: bool, probe_seconds: int) -> None:
         ("nodes", f"{st['nodes']:,}"),
         ("sessions", f"{st['sessions']:,}"),
         ("time span", f"{st['start']} .. {st['end']} s ({st['duration_hours']:.1f} h)"),
-        ("session length (h)", f"median {st['session_median_h']:.2f}, "
-         f"mean {st['session_mean_h']:.2f}, p10 {st['session_p10_h']:.2f}, "
-         f"p90 {st['session_p90_h']:.2f}"),
-        ("online (every probe)", f"mean {st['population_mean']:.1f}, "
-         f"min {st['population_min']}, max {st['population_max']}"),
-        ("online (any instant)", f"min {st['population_min_exact']}, "
-         f"max {st['population_max_exact']}"),
+        (
+            "session length (h)",
+            f"median {st['session_median_h']:.2f}, "
+            f"mean {st['session_mean_h']:.2f}, p10 {st['session_p10_h']:.2f}, "
+            f"p90 {st['session_p90_h']:.2f}",
+        ),
+        (
+            "online (every probe)",
+            f"mean {st['population_mean']:.1f}, "
+            f"min {st['population_min']}, max {st['population_max']}",
+        ),
+        (
+            "online (any instant)",
+            f"min {st['population_min_exact']}, max {st['population_max_exact']}",
+        ),
         ("daily cycle", f"+-{100 * st['daily_amplitude']:.0f}%"),
         ("joins / leaves per h", f"{st['joins_per_hour']:.1f} / {st['leaves_per_hour']:.1f}"),
     ]
     startup = st["startup"]
-    rows.append(("start-up flash crowd",
-                 f"{startup['joins']} joins by {startup['time_h']:.2f} h "
-                 f"({startup['population_before']} -> {startup['population_after']} up)"
-                 if startup else "none"))
+    rows.append(
+        (
+            "start-up flash crowd",
+            f"{startup['joins']} joins by {startup['time_h']:.2f} h "
+            f"({startup['population_before']} -> {startup['population_after']} up)"
+            if startup
+            else "none",
+        )
+    )
     glitches = st["glitches"]
-    rows.append(("one-probe glitches",
-                 ", ".join(f"{g['time_h']:.1f} h ({g['nodes']} nodes)" for g in glitches)
-                 if glitches else "none"))
+    rows.append(
+        (
+            "one-probe glitches",
+            ", ".join(f"{g['time_h']:.1f} h ({g['nodes']} nodes)" for g in glitches)
+            if glitches
+            else "none",
+        )
+    )
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
         click.echo(f"{key:<{width}}  {value}")
@@ -111,18 +129,41 @@ def stats_cmd(file: Path, as_json: bool, probe_seconds: int) -> None:
 
 @trace.command("synth")
 @click.option("--out", "out", required=True, type=_OUT, help="File to write (.avt or .evt).")
-@click.option("--seed", default=1, show_default=True, type=int,
-              help="Seed of every random draw: same seed, same bytes.")
-@click.option("--nodes", default=SKYPE_NODES, show_default=True, type=click.IntRange(min=1),
-              help="Nodes in the trace (each seen up at least once).")
-@click.option("--days", default=round(SKYPE_DAYS, 2), show_default=True,
-              type=click.FloatRange(min=0, min_open=True), help="Length of the trace.")
-@click.option("--no-flash-crowd", is_flag=True,
-              help="Start in steady state instead of Skype's start-up flash crowd.")
-@click.option("--format", "fmt", type=click.Choice(["avt", "evt"]),
-              help="Output format (default: from the --out extension).")
-def synth_cmd(out: Path, seed: int, nodes: int, days: float, no_flash_crowd: bool,
-              fmt: str | None) -> None:
+@click.option(
+    "--seed",
+    default=1,
+    show_default=True,
+    type=int,
+    help="Seed of every random draw: same seed, same bytes.",
+)
+@click.option(
+    "--nodes",
+    default=SKYPE_NODES,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Nodes in the trace (each seen up at least once).",
+)
+@click.option(
+    "--days",
+    default=round(SKYPE_DAYS, 2),
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="Length of the trace.",
+)
+@click.option(
+    "--no-flash-crowd",
+    is_flag=True,
+    help="Start in steady state instead of Skype's start-up flash crowd.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["avt", "evt"]),
+    help="Output format (default: from the --out extension).",
+)
+def synth_cmd(
+    out: Path, seed: int, nodes: int, days: float, no_flash_crowd: bool, fmt: str | None
+) -> None:
     """Write a synthetic trace calibrated to the Skype superpeer trace (see docs/traces.md)."""
     if fmt is None:
         fmt = out.suffix.lower().lstrip(".")
@@ -150,20 +191,49 @@ def convert_cmd(src: Path, dst: Path) -> None:
 @trace.command("filter")
 @click.argument("src", metavar="IN", type=_IN)
 @click.argument("dst", metavar="OUT", type=_OUT)
-@click.option("--glitches", is_flag=True,
-              help="Merge one-probe mass leave-and-return glitches back into single sessions.")
-@click.option("--skip-startup", is_flag=True,
-              help="Start after the start-up flash crowd, if one is detected.")
-@click.option("--start", "start_h", type=click.FloatRange(min=0),
-              help="Keep from this hour of the input trace (times re-based to 0).")
-@click.option("--end", "end_h", type=click.FloatRange(min=0, min_open=True),
-              help="Keep up to this hour of the input trace.")
-@click.option("--compress", "factor", type=click.FloatRange(min=0, min_open=True),
-              help="Divide all times by X (rounded to the nearest second; no session is lost).")
-@click.option("--probe-seconds", default=1800, show_default=True, type=click.IntRange(min=1),
-              help="Probe interval used by the glitch and flash-crowd rules.")
-def filter_cmd(src: Path, dst: Path, glitches: bool, skip_startup: bool, start_h: float | None,
-               end_h: float | None, factor: float | None, probe_seconds: int) -> None:
+@click.option(
+    "--glitches",
+    is_flag=True,
+    help="Merge one-probe mass leave-and-return glitches back into single sessions.",
+)
+@click.option(
+    "--skip-startup", is_flag=True, help="Start after the start-up flash crowd, if one is detected."
+)
+@click.option(
+    "--start",
+    "start_h",
+    type=click.FloatRange(min=0),
+    help="Keep from this hour of the input trace (times re-based to 0).",
+)
+@click.option(
+    "--end",
+    "end_h",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Keep up to this hour of the input trace.",
+)
+@click.option(
+    "--compress",
+    "factor",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Divide all times by X (rounded to the nearest second; no session is lost).",
+)
+@click.option(
+    "--probe-seconds",
+    default=1800,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Probe interval used by the glitch and flash-crowd rules.",
+)
+def filter_cmd(
+    src: Path,
+    dst: Path,
+    glitches: bool,
+    skip_startup: bool,
+    start_h: float | None,
+    end_h: float | None,
+    factor: float | None,
+    probe_seconds: int,
+) -> None:
     """Filter a trace and print what was done.
 
     Steps, in this order: --glitches; then the window, whose start is the later
@@ -188,8 +258,10 @@ def filter_cmd(src: Path, dst: Path, glitches: bool, skip_startup: bool, start_h
             tr = window(tr, start, end)
         except ValueError as err:
             _fail(str(err))
-        click.echo(f"window: kept {start / 3600:.2f} h .. {(start + tr.end) / 3600:.2f} h "
-                   "of the input, re-based to 0")
+        click.echo(
+            f"window: kept {start / 3600:.2f} h .. {(start + tr.end) / 3600:.2f} h "
+            "of the input, re-based to 0"
+        )
     if factor is not None:
         tr, creport = compress(tr, factor)
         click.echo(creport.describe())

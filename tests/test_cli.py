@@ -16,14 +16,35 @@ def run(*args, check=False):
 
 def test_sim_run_json_has_the_documented_fields(tmp_path):
     out = run(
-        "vinifera", "sim", "run", "--nodes", "60", "--rounds", "15", "--seed", "5",
-        "--friends", "6", "--small-world", "2", "--log-dir", str(tmp_path), "--json",
+        "vinifera",
+        "sim",
+        "run",
+        "--nodes",
+        "60",
+        "--rounds",
+        "15",
+        "--seed",
+        "5",
+        "--friends",
+        "6",
+        "--small-world",
+        "2",
+        "--log-dir",
+        str(tmp_path),
+        "--json",
     )
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
     for key in (
-        "nodes", "rounds", "seed", "ring_correct_fraction", "max_degree", "mean_friend_utility",
-        "random_pair_utility", "wall_seconds", "node_rounds_per_second",
+        "nodes",
+        "rounds",
+        "seed",
+        "ring_correct_fraction",
+        "max_degree",
+        "mean_friend_utility",
+        "random_pair_utility",
+        "wall_seconds",
+        "node_rounds_per_second",
     ):
         assert key in summary
     assert summary["nodes"] == 60 and summary["rounds"] == 15 and summary["seed"] == 5
@@ -69,7 +90,9 @@ def test_node_check_validates_schema_and_expression(tmp_path):
         '[attributes.temp]\ntype = "float"\nmin = -50\nmax = 50\n'
         '[attributes.city]\ntype = "string"\n'
     )
-    ok = run("vinifera-node", "check", "--schema", str(schema), 'temp in [-10, 0] and city == "Oslo"')
+    ok = run(
+        "vinifera-node", "check", "--schema", str(schema), 'temp in [-10, 0] and city == "Oslo"'
+    )
     assert ok.returncode == 0, ok.stderr
     assert "temp" in ok.stdout and "Oslo" in ok.stdout
     bad = run("vinifera-node", "check", "--schema", str(schema), "temp in [-10, 99]")

@@ -8,12 +8,13 @@ import pytest
 from vinifera.protocol.profile import Entry, Profile
 from vinifera.protocol.tman import (
     PrimaryAttribute,
-    draw_small_world_offsets,
+    draw_small_world_fractions,
     friend_utility,
     overlap_counts,
     select_friends,
     select_ring,
     select_small_world,
+    small_world_targets,
 )
 from vinifera.ring import RING_SIZE
 from vinifera.schema import Schema
@@ -93,19 +94,22 @@ def test_overlap_counts_only_constrained_attributes():
     assert overlap_counts(mine, cands) == {"a0": 2}  # node 3 is unconstrained on a0
 
 
-def test_small_world_offsets_are_log_uniform():
-    offs = draw_small_world_offsets(20000, random.Random(3))
-    logs = [math.log2(max(o, 1)) for o in offs]
-    # log-uniform over [0, 64): each quarter of the exponent range gets ~1/4
-    quarters = [sum(16 * q <= x < 16 * (q + 1) for x in logs) / len(logs) for q in range(4)]
+def test_small_world_targets_are_log_uniform_between_the_gap_and_the_ring():
+    fractions = draw_small_world_fractions(20000, random.Random(3))
+    me, gap = 12345, 2**44
+    targets = small_world_targets(me, gap, fractions)
+    logs = [math.log2((t - me) % RING_SIZE) for t in targets]
+    assert min(logs) >= 44 - 1e-9 and max(logs) < 64
+    # log-uniform over [44, 64): each quarter of the exponent range gets ~1/4
+    quarters = [sum(44 + 5 * q <= x < 44 + 5 * (q + 1) for x in logs) / len(logs) for q in range(4)]
     assert all(0.23 < q < 0.27 for q in quarters), quarters
 
 
 def test_small_world_picks_closest_to_each_target_without_reuse():
     cands = [e(1, 1000), e(2, 2000), e(3, 10_000)]
-    chosen = select_small_world(0, [1100, 1200, 9000], cands, taken=set())
+    chosen = select_small_world([1100, 1200, 9000], cands, taken=set())
     assert [c.profile.address for c in chosen] == [1, 2, 3]
-    chosen = select_small_world(0, [1100], cands, taken={1})
+    chosen = select_small_world([1100], cands, taken={1})
     assert [c.profile.address for c in chosen] == [2]
 
 

@@ -23,9 +23,19 @@ def test_stats_json_on_bundled_trace():
     assert result.exit_code == 0, result.output
     got = json.loads(result.stdout)
     assert got == json.loads(json.dumps(trace_stats(read_trace(path))))
-    assert {"nodes", "sessions", "session_median_h", "session_mean_h", "population_mean",
-            "population_min", "population_max", "joins_per_hour", "leaves_per_hour",
-            "glitches", "startup"} <= set(got)
+    assert {
+        "nodes",
+        "sessions",
+        "session_median_h",
+        "session_mean_h",
+        "population_mean",
+        "population_min",
+        "population_max",
+        "joins_per_hour",
+        "leaves_per_hour",
+        "glitches",
+        "startup",
+    } <= set(got)
     assert got["nodes"] == 300
 
 
@@ -85,8 +95,9 @@ def test_synth_is_deterministic_and_readable(tmp_path):
 
 def test_synth_format_and_flash_crowd_options(tmp_path):
     out = tmp_path / "plain.trace"
-    result = run("synth", "--out", out, "--nodes", 200, "--days", 2, "--no-flash-crowd",
-                 "--format", "evt")
+    result = run(
+        "synth", "--out", out, "--nodes", 200, "--days", 2, "--no-flash-crowd", "--format", "evt"
+    )
     assert result.exit_code == 0
     assert out.read_text().splitlines()[2].split()[2] in ("up", "down")
     assert run("synth", "--out", tmp_path / "x.trace").exit_code == 2
@@ -101,8 +112,17 @@ def test_convert_round_trip(tmp_path):
 
 def test_filter_says_what_it_did(tmp_path):
     out = tmp_path / "f.avt"
-    result = run("filter", bundled_trace_path(), out, "--glitches", "--skip-startup",
-                 "--end", "48", "--compress", "60")
+    result = run(
+        "filter",
+        bundled_trace_path(),
+        out,
+        "--glitches",
+        "--skip-startup",
+        "--end",
+        "48",
+        "--compress",
+        "60",
+    )
     assert result.exit_code == 0, result.output
     text = result.stdout
     assert "glitches: none found" in text
@@ -114,8 +134,7 @@ def test_filter_says_what_it_did(tmp_path):
 
 
 def test_filter_empty_window_exits_2(tmp_path):
-    result = run("filter", bundled_trace_path(), tmp_path / "f.avt", "--start", "10",
-                 "--end", "5")
+    result = run("filter", bundled_trace_path(), tmp_path / "f.avt", "--start", "10", "--end", "5")
     assert result.exit_code == 2 and "empty window" in result.stderr
 
 

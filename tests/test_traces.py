@@ -355,8 +355,12 @@ def test_churn_schedule_orders_downs_first():
     tr = Trace({"a": [(0, 10), (10, 20)], "b": [(10, 15)]}, 20)
     sched = ChurnSchedule.from_trace(tr)
     assert [tuple(e) for e in sched] == [
-        (0, "a", "up"), (10, "a", "down"), (10, "a", "up"), (10, "b", "up"),
-        (15, "b", "down"), (20, "a", "down"),
+        (0, "a", "up"),
+        (10, "a", "down"),
+        (10, "a", "up"),
+        (10, "b", "up"),
+        (15, "b", "down"),
+        (20, "a", "down"),
     ]
     assert len(sched) == 6 and sched[0].kind == "up"
     assert [e.time for e in sched.between(10, 16)] == [10, 10, 10, 15]

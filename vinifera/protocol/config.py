@@ -87,3 +87,60 @@ class OverlayConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class ContentConfig:
+    # "value": one rendezvous per attribute value, the successor of its
+    # order-preserving key (Vinifera). "attribute": one rendezvous per
+    # attribute, at hash(attribute name) (the baseline).
+    rendezvous: str = "value"
+    # "subscription": a node places its identifier inside its own range on
+    # its primary attribute, so it is a rendezvous for what it wants itself
+    # (subscription awareness). "random": uniform (the baseline).
+    identifier: str = "subscription"
+    # Install in the primary attribute's tree (Algorithm 1); otherwise in
+    # the first attribute the subscription constrains (the baseline).
+    use_primary: bool = True
+    # A CRT entry not refreshed for this long expires (periods). Entries are
+    # re-sent every period, so this tolerates two lost refreshes.
+    crt_expiry: float = 3.0
+    # Caps per attribute: entries per neighbour row, neighbours (rows).
+    max_entries_per_row: int = 20000
+    max_rows_per_attribute: int = 4096
+    # An event copy that has travelled this far is dropped (loop guard).
+    max_event_hops: int = 64
+    # How long event ids are remembered for duplicate suppression (periods).
+    dedupe_memory: float = 30.0
+    # Congestion model: at most this many event messages handled per period
+    # (None: unlimited); the excess is dropped and logged.
+    capacity: int | None = None
+    # Karger-Ruhl identifier balancing.
+    balancing: bool = True
+    # Move when the successor's rendezvous load exceeds ours by more than
+    # this many events per period (and is more than twice ours).
+    balance_beta: float = 0.5
+    # Load is measured over this many periods.
+    balance_window: float = 10.0
+    # After a move, wait this long before the next (loads must re-settle).
+    balance_cooldown: float = 10.0
+
+    def __post_init__(self) -> None:
+        if self.rendezvous not in ("value", "attribute"):
+            raise ValueError("rendezvous must be 'value' or 'attribute'")
+        if self.identifier not in ("subscription", "random"):
+            raise ValueError("identifier must be 'subscription' or 'random'")
+        if self.crt_expiry <= 1.0:
+            raise ValueError("crt_expiry must exceed one period")
+        if self.capacity is not None and self.capacity < 1:
+            raise ValueError("capacity must be >= 1")
+        if self.balance_beta < 0 or self.balance_window <= 0:
+            raise ValueError("balance_beta must be >= 0 and balance_window > 0")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+BASELINE_CONTENT = ContentConfig(
+    rendezvous="attribute", identifier="random", use_primary=False, balancing=False
+)

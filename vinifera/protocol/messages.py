@@ -94,3 +94,92 @@ OVERLAY_MESSAGES = (
     Pong,
     Leave,
 )
+
+
+# ------------------------------------------------------------------ content layer
+
+
+class Install(Message):
+    """Subscription entries for one attribute's tree: (owner, subscription,
+    ranges) triples, ranges as ((lo, hi), ...) key intervals. Soft state:
+    re-sent every period, expiring when not."""
+
+    __slots__ = ("attr", "entries")
+    kind = "install"
+
+    def __init__(self, profile: Profile, attr: str, entries: tuple) -> None:
+        self.profile = profile
+        self.attr = attr
+        self.entries = entries
+
+
+class Withdraw(Message):
+    """These owners no longer ask for anything through the sender."""
+
+    __slots__ = ("attr", "owners")
+    kind = "withdraw"
+
+    def __init__(self, profile: Profile, attr: str, owners: tuple) -> None:
+        self.profile = profile
+        self.attr = attr
+        self.owners = owners
+
+
+class EventMessage(Message):
+    """One copy of an event in one attribute's tree. `up` copies are still
+    on their way to the rendezvous of `key`; the others only go down."""
+
+    __slots__ = ("eid", "event", "attr", "key", "hops", "up")
+    kind = "event"
+
+    def __init__(
+        self, profile: Profile, eid: int, event, attr: str, key: int, hops: int, up: bool
+    ) -> None:
+        self.profile = profile
+        self.eid = eid
+        self.event = event
+        self.attr = attr
+        self.key = key
+        self.hops = hops
+        self.up = up
+
+
+class LoadReport(Message):
+    """To the predecessor, every period: rendezvous load (uninterested
+    events per period) and the key that splits that load in half."""
+
+    __slots__ = ("load", "split")
+    kind = "load"
+
+    def __init__(self, profile: Profile, load: float, split: int | None) -> None:
+        self.profile = profile
+        self.load = load
+        self.split = split
+
+
+class HandoverRequest(Message):
+    """The predecessor will move its identifier to `new_ident`: hand over
+    the routing state of the keys that move with it."""
+
+    __slots__ = ("new_ident",)
+    kind = "handover_request"
+
+    def __init__(self, profile: Profile, new_ident: int) -> None:
+        self.profile = profile
+        self.new_ident = new_ident
+
+
+class Handover(Message):
+    """CRT entries for the moving keys: (attr, neighbour, owner, subscription,
+    ranges, ttl) tuples."""
+
+    __slots__ = ("new_ident", "entries")
+    kind = "handover"
+
+    def __init__(self, profile: Profile, new_ident: int, entries: tuple) -> None:
+        self.profile = profile
+        self.new_ident = new_ident
+        self.entries = entries
+
+
+CONTENT_MESSAGES = (Install, Withdraw, EventMessage, LoadReport, HandoverRequest, Handover)

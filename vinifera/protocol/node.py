@@ -17,13 +17,14 @@ from collections.abc import Hashable, Sequence
 
 from vinifera.protocol import messages as m
 from vinifera.protocol.actions import Log
-from vinifera.protocol.config import OverlayConfig
+from vinifera.protocol.config import ContentConfig, OverlayConfig
+from vinifera.protocol.content import Content, subscription_identifier
 from vinifera.protocol.overlay import Overlay
 from vinifera.protocol.profile import Profile
 from vinifera.protocol.records import hex_id, record
 from vinifera.ring import RING_BITS
 from vinifera.schema import Schema
-from vinifera.subscription import Subscription
+from vinifera.subscription import Event, Subscription
 
 
 class Node:
@@ -35,16 +36,23 @@ class Node:
         rng: random.Random,
         subscription: Subscription | None = None,
         ident: int | None = None,
+        content: ContentConfig | None = None,
     ) -> None:
         self.schema = schema
         self.config = config
+        self.content_config = content = content or ContentConfig()
         self.rng = rng
         self.out: list = []
         if ident is None:
-            ident = rng.getrandbits(RING_BITS)
+            if content.identifier == "subscription" and subscription is not None:
+                ident = subscription_identifier(subscription, subscription.attributes[0], rng)
+            else:
+                ident = rng.getrandbits(RING_BITS)
         self.overlay = Overlay(Profile(address, ident, subscription), config, rng, self.out)
+        self.content = Content(self.overlay, content, rng, self.out)
+        self.overlay.peer_gone = self.content.peer_gone
         self.alive = False
-        self.counters = {"received": 0, "sent": 0}
+        self.counters = {"received": 0}
         self._handlers = {
             m.Join: self.overlay.on_join,
             m.JoinReply: self.overlay.on_join_reply,
@@ -55,6 +63,12 @@ class Node:
             m.Ping: self.overlay.on_ping,
             m.Pong: self.overlay.on_pong,
             m.Leave: self.overlay.on_leave,
+            m.Install: self.content.on_install,
+            m.Withdraw: self.content.on_withdraw,
+            m.EventMessage: self.content.on_event,
+            m.LoadReport: self.content.on_load,
+            m.HandoverRequest: self.content.on_handover_request,
+            m.Handover: self.content.on_handover,
         }
 
     # ----------------------------------------------------------------- queries
@@ -103,7 +117,16 @@ class Node:
     def tick(self, now: float) -> list:
         self._require_alive()
         self.overlay.tick(now)
+        self.content.tick(now)
         return self._flush()
+
+    def publish(self, now: float, event: Event) -> tuple[int, list]:
+        """Publish an event; returns (event id, actions)."""
+        self._require_alive()
+        if not isinstance(event, Event):
+            raise TypeError("event must be a vinifera.subscription.Event")
+        eid = self.content.publish(now, event)
+        return eid, self._flush()
 
     def receive(self, now: float, message: m.Message) -> list:
         """A decoded message from a peer. Its profile names the sender."""
@@ -132,6 +155,7 @@ class Node:
             )
         )
         self.overlay.set_profile(now, profile, subscription_changed=True)
+        self.content.subscription_changed(now)
         return self._flush()
 
     def leave(self, now: float) -> list:

@@ -25,11 +25,12 @@ from vinifera.protocol.records import hex_id, node_name, record
 from vinifera.protocol.tman import (
     Links,
     PrimaryAttribute,
-    draw_small_world_offsets,
+    draw_small_world_fractions,
     overlap_counts,
     ring_neighbourhood,
     select_friends,
     select_small_world,
+    small_world_targets,
 )
 from vinifera.ring import RING_SIZE
 
@@ -61,12 +62,15 @@ class Overlay:
         self.primary = PrimaryAttribute(config.primary_margin, config.primary_patience)
         self.primary.reset(profile.subscription)
         n_offsets = config.small_world + (config.friends if config.lend_unused_friend_slots else 0)
-        self.sw_offsets = draw_small_world_offsets(n_offsets, rng)
+        self.sw_fractions = draw_small_world_fractions(n_offsets, rng)
         self.bootstrap: list[Hashable] = []
         self.joined = False
         self._pool: list[Entry] = []  # candidates of the last reselection
         self._exchanges = 0
         self.counters = {"suspected": 0, "joins_sent": 0}
+        # Called with (now, address) when a neighbour leaves or is suspected,
+        # so that upper layers forget what they hold for it.
+        self.peer_gone = None
 
     # ----------------------------------------------------------------- life cycle
 
@@ -118,6 +122,8 @@ class Overlay:
             if addr not in kept and e.heard < stale:
                 self.counters["suspected"] += 1
                 self.out.append(Log(record(now, self.name, "suspect", peer=node_name(addr))))
+                if self.peer_gone is not None:
+                    self.peer_gone(now, addr)
         links = self.links.entries()
         pool = links or self.cyclon.entries()
         if pool:
@@ -187,12 +193,26 @@ class Overlay:
         self.cyclon.forget(addr)
         self.inbox.pop(addr, None)
         self._reselect(now, self._candidates(now, True))
+        if self.peer_gone is not None:
+            self.peer_gone(now, addr)
 
     # ----------------------------------------------------------------- evidence
 
     def heard_from(self, now: float, profile: Profile) -> None:
         """Direct evidence from any layer's message (content messages too)."""
         self._heard_from(now, profile)
+
+    def refresh_link(self, now: float, profile: Profile) -> None:
+        """Cheap evidence from a content message: refresh the link if it is
+        one (no candidate bookkeeping: events arrive by the thousand)."""
+        links = self.links.by_address
+        if profile.address in links:
+            links[profile.address] = Entry(profile, now - self.transit)
+
+    def move(self, now: float, ident: int) -> None:
+        """Take a new identifier (load balancing); the ring follows."""
+        self.profile = self.profile.changed(ident=ident)
+        self._reselect(now, self._candidates(now, True))
 
     def _heard_from(self, now: float, profile: Profile) -> Entry:
         entry = Entry(profile, now - self.transit)
@@ -301,7 +321,11 @@ class Overlay:
         n_sw = cfg.small_world
         if cfg.lend_unused_friend_slots:
             n_sw += cfg.friends - len(friends)
-        small_world = select_small_world(me.ident, self.sw_offsets[:n_sw], cands, taken)
+        small_world = []
+        if n_sw > 0 and succs:
+            gap = ((succs[-1].profile.ident - me.ident) % RING_SIZE) // len(succs)
+            targets = small_world_targets(me.ident, gap, self.sw_fractions[:n_sw])
+            small_world = select_small_world(targets, cands, taken)
         old_shape = self.links.shape()
         self.links = Links(succ, pred, friends, small_world)
         if cfg.log_links and self.links.shape() != old_shape:

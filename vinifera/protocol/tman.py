@@ -163,20 +163,29 @@ def _score_key(s: tuple) -> tuple:
     return s[0], s[1], s[2]
 
 
-def draw_small_world_offsets(n: int, rng: random.Random) -> list[int]:
-    """Kleinberg/Symphony: clockwise offsets d with density ∝ 1/d on
-    [1, 2^64), i.e. log-uniform. Drawn once, so links do not churn."""
-    return [min(RING_MAX, int(math.exp(rng.random() * RING_BITS * math.log(2)))) for _ in range(n)]
+def draw_small_world_fractions(n: int, rng: random.Random) -> list[float]:
+    """One uniform draw per small-world slot, made once so links do not churn;
+    small_world_targets turns them into targets."""
+    return [rng.random() for _ in range(n)]
+
+
+def small_world_targets(my_ident: int, gap: int, fractions: Sequence[float]) -> list[int]:
+    """Symphony / Kleinberg: clockwise offsets with density ∝ 1/distance,
+    log-uniform between the typical gap between nodes here (the mean
+    distance to our next successors) and the whole ring. Normalizing by the
+    gap matters: offsets below it all land on the successor and are wasted."""
+    lo = math.log(max(gap, 1))
+    span = RING_BITS * math.log(2) - lo
+    return [(my_ident + min(RING_MAX, int(math.exp(lo + f * span)))) % RING_SIZE for f in fractions]
 
 
 def select_small_world(
-    my_ident: int, offsets: Sequence[int], candidates: Sequence[Entry], taken: set
+    targets: Sequence[int], candidates: Sequence[Entry], taken: set
 ) -> list[Entry]:
-    """For each target my_ident + offset, the untaken candidate closest to it."""
+    """For each target, the untaken candidate closest to it."""
     chosen: list[Entry] = []
     used = set(taken)
-    for off in offsets:
-        target = (my_ident + off) % RING_SIZE
+    for target in targets:
         best = None
         best_d = RING_SIZE
         for e in candidates:

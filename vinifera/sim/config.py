@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from vinifera.protocol.config import OverlayConfig
+from vinifera.protocol.config import BASELINE_CONTENT, ContentConfig, OverlayConfig
 from vinifera.sim.network import NetworkModel
 
 
@@ -38,8 +38,19 @@ class SimConfig:
     # over `attributes` numeric attributes with domain [0, 1000].
     subscriptions: str = "skewed"
     attributes: int = 1
+    # "vinifera" or "baseline": a label; the difference is in overlay and
+    # content (see SimConfig.for_system).
+    system: str = "vinifera"
     overlay: OverlayConfig = field(default_factory=OverlayConfig)
+    content: ContentConfig = field(default_factory=ContentConfig)
     network: NetworkModel = field(default_factory=NetworkModel)
+    # Events published per round by uniformly chosen alive nodes.
+    events_per_round: float = 0.0
+    # Metrics count events published from this round on (default: half the
+    # run, at most 50) until `deadline_rounds` before the end.
+    warmup_rounds: int | None = None
+    # Delivery deadline of the hit ratio (rounds).
+    deadline_rounds: float = 5.0
     # Bootstrap nodes a joining node is given (random alive nodes).
     bootstrap_size: int = 3
     # The initial nodes join at times spread uniformly over this many rounds.
@@ -59,6 +70,24 @@ class SimConfig:
             raise ValueError("bootstrap_size must be >= 1")
         if self.join_spread_rounds <= 0:
             raise ValueError("join_spread_rounds must be positive")
+        if self.system not in ("vinifera", "baseline"):
+            raise ValueError("system must be 'vinifera' or 'baseline'")
+        if self.events_per_round < 0:
+            raise ValueError("events_per_round must be >= 0")
+
+    @property
+    def warmup(self) -> int:
+        return min(50, self.rounds // 2) if self.warmup_rounds is None else self.warmup_rounds
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @staticmethod
+    def for_system(system: str, **kw) -> SimConfig:
+        """The paper's two systems on the same workload: Vinifera, or the
+        baseline (2 ring + 8 small-world links, no friends, random
+        identifiers, one rendezvous per attribute, no balancing)."""
+        if system == "baseline":
+            kw["overlay"] = kw.get("overlay", OverlayConfig()).with_(friends=0, small_world=8)
+            kw["content"] = BASELINE_CONTENT
+        return SimConfig(system=system, **kw)

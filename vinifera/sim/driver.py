@@ -17,11 +17,12 @@ from vinifera.schema import Schema
 from vinifera.sim import metrics
 from vinifera.sim.config import SimConfig
 from vinifera.sim.events import EventQueue
+from vinifera.sim.ledger import Ledger
 from vinifera.sim.logwriter import LOG_FILE_NAME, JsonLinesWriter
 from vinifera.sim.workload import Workload
 
 # Event kinds in the queue.
-JOIN, TICK, MESSAGE = 0, 1, 2
+JOIN, TICK, MESSAGE, PUBLISH = 0, 1, 2, 3
 
 
 class Simulation:
@@ -35,6 +36,7 @@ class Simulation:
         self.workload_rng = random.Random(master.getrandbits(64))
         self.metrics_rng = random.Random(master.getrandbits(64))
         self.node_seed_rng = random.Random(master.getrandbits(64))
+        self.event_rng = random.Random(master.getrandbits(64))
         self.schema = Schema.numeric(config.attributes)
         self.workload = Workload(config.subscriptions, self.schema, self.workload_rng)
         overlay = config.overlay
@@ -52,6 +54,13 @@ class Simulation:
             log_dir.mkdir(parents=True, exist_ok=True)
             self.writer = JsonLinesWriter(log_dir / LOG_FILE_NAME)
         self.stats = {"messages_sent": 0, "messages_lost": 0, "messages_to_dead": 0}
+        period = overlay.period
+        self.ledger = Ledger(
+            self.schema,
+            window_start=config.warmup * period,
+            window_end=(config.rounds - config.deadline_rounds) * period,
+            deadline=config.deadline_rounds * period,
+        )
         self.ring_history: list[float] = []
         self.node_rounds = 0
         self.kill_rounds: list[int] = []
@@ -67,6 +76,7 @@ class Simulation:
             self._schedule_joins(cfg.nodes, 0.0, cfg.join_spread_rounds * period)
             for r in range(cfg.rounds):
                 self._apply_churn(r, r * period)
+                self._schedule_events(r * period, period)
                 self._run_until((r + 1) * period)
                 self._measure_round(r)
                 if progress is not None:
@@ -100,6 +110,11 @@ class Simulation:
                     continue  # died (or left) since this tick was scheduled
                 self._act(t, node.tick(t))
                 queue.push(t + period, TICK, a, node)
+            elif kind == PUBLISH:
+                if alive:
+                    publisher = alive[self.event_rng.choice(list(alive))]
+                    _eid, actions = publisher.publish(t, b)
+                    self._act(t, actions)
             else:  # JOIN
                 node = nodes[a]
                 others = list(alive)
@@ -119,8 +134,10 @@ class Simulation:
                     self.stats["messages_lost"] += 1
                     continue
                 self.queue.push(now + delay, MESSAGE, action.dest, action.message)
-            elif type(action) is Log and self.writer is not None:
-                self.writer.write(action.record)
+            elif type(action) is Log:
+                self.ledger.feed(action.record)
+                if self.writer is not None:
+                    self.writer.write(action.record)
 
     # ----------------------------------------------------------------- churn
 
@@ -132,6 +149,7 @@ class Simulation:
             self.overlay_config,
             random.Random(self.node_seed_rng.getrandbits(64)),
             subscription=self.workload.subscription(self.workload_rng),
+            content=self.config.content,
         )
         self.nodes.append(node)
         return address
@@ -140,6 +158,19 @@ class Simulation:
         times = sorted(start + spread * self.churn_rng.random() for _ in range(count))
         for t in times:
             self.queue.push(t, JOIN, self._new_node())
+
+    def _schedule_events(self, start: float, period: float) -> None:
+        """The round's events at uniform times; the publisher is drawn among
+        the alive nodes when the event fires."""
+        rate = self.config.events_per_round
+        if rate <= 0:
+            return
+        count = int(rate)
+        if self.event_rng.random() < rate - count:
+            count += 1
+        times = sorted(start + period * self.event_rng.random() for _ in range(count))
+        for t in times:
+            self.queue.push(t, PUBLISH, None, self.workload.event(self.event_rng))
 
     def _apply_churn(self, r: int, now: float) -> None:
         for step in self.config.churn:
@@ -154,9 +185,12 @@ class Simulation:
                 self.death_time[address] = now
                 if step.kind == "leave":
                     self._act(now, node.leave(now))
-                elif self.writer is not None:
+                else:
                     # A crashed node cannot log; the simulator records it for the analysis.
-                    self.writer.write(record(now, node_name(address), "crash"))
+                    rec = record(now, node_name(address), "crash")
+                    self.ledger.feed(rec)
+                    if self.writer is not None:
+                        self.writer.write(rec)
             if step.kind == "kill":
                 self.kill_rounds.append(r)
 
@@ -176,6 +210,7 @@ class Simulation:
         history = self.ring_history
         converged = next((i for i, f in enumerate(history) if f == 1.0), None)
         summary = {
+            "system": cfg.system,
             "nodes": cfg.nodes,
             "rounds": cfg.rounds,
             "seed": cfg.seed,
@@ -197,6 +232,12 @@ class Simulation:
             "max_dead_link_seconds": round(self.max_dead_link_seconds, 6),
             **self.stats,
         }
+        if cfg.events_per_round > 0:
+            summary["events_per_round"] = cfg.events_per_round
+            summary["warmup_rounds"] = cfg.warmup
+            summary["deadline_rounds"] = cfg.deadline_rounds
+            summary.update(self.ledger.summary())
+            summary["identifier_moves"] = sum(n.content.counters["moves"] for n in self.nodes)
         if self.kill_rounds:
             k = self.kill_rounds[-1]
             back = next((i for i in range(k, len(history)) if history[i] == 1.0), None)

@@ -1,0 +1,122 @@
+"""Algorithm 2 as a pure function: showering and greedy routing over a
+synthetic ring where the truth is known."""
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vinifera.protocol.routing import MINE, RouteView, arc_set
+from vinifera.ranges import IntervalSet
+from vinifera.ring import RING_MAX, in_arc
+
+
+def view_of(ring: list[int], me: int, links: list[int]) -> RouteView:
+    ring = sorted(ring)
+    i = ring.index(me)
+    pred = ring[i - 1]
+    succ = ring[(i + 1) % len(ring)]
+    known = {(x, x) for x in links} | {(pred, pred), (succ, succ)}
+    return RouteView(me, pred, (succ, succ), known)
+
+
+def owner(ring: list[int], key: int) -> int:
+    """The true rendezvous: first node at or after key, clockwise."""
+    for x in sorted(ring):
+        if x >= key:
+            return x
+    return min(ring)
+
+
+def test_arc_set_wraps():
+    assert arc_set(10, 20) == IntervalSet.of(11, 20)
+    assert arc_set(RING_MAX - 5, 3) == IntervalSet.from_intervals(
+        [(0, 3), (RING_MAX - 4, RING_MAX)]
+    )
+    assert arc_set(7, 7).measure() == RING_MAX + 1
+
+
+def test_split_example_showers_per_known_node():
+    # ring 100..900, node 300 knows 500 and 700 inside the range [450, 800]
+    ring = [100, 200, 300, 400, 500, 600, 700, 800, 900]
+    v = view_of(ring, 300, [500, 700, 900])
+    parts = v.split(IntervalSet.of(450, 800))
+    assert parts[400] == IntervalSet.of(450, 499)  # greedy: closest preceding = succ 400
+    assert parts[500] == IntervalSet.of(500, 699)
+    assert parts[700] == IntervalSet.of(700, 800)
+    assert MINE not in parts
+
+
+def test_split_keeps_mine_and_gives_succ_its_arc():
+    ring = [100, 200, 300, 400]
+    v = view_of(ring, 300, [])
+    parts = v.split(IntervalSet.of(250, 350))
+    assert parts[MINE] == IntervalSet.of(250, 300)
+    assert parts[400] == IntervalSet.of(301, 350)
+
+
+def test_next_hop_single_key():
+    ring = [100, 200, 300, 400, 500, 600]
+    v = view_of(ring, 200, [500])
+    assert v.next_hop(150) is MINE
+    assert v.next_hop(250) == 300
+    assert v.next_hop(550) == 500
+    assert v.next_hop(450) == 300  # closest preceding known node of 450 is the successor
+
+
+def route_everywhere(ring, links_of, ranges):
+    """Route `ranges` from ring[0] through the whole synthetic overlay;
+    return {rendezvous: keys it ended with} and the max hop count."""
+    views = {x: view_of(ring, x, links_of[x]) for x in ring}
+    ended: dict[int, IntervalSet] = {}
+    frontier = [(ring[0], ranges, 0)]
+    max_hops = 0
+    while frontier:
+        node, part, hops = frontier.pop()
+        assert hops < 4 * len(ring), "routing loop"
+        max_hops = max(max_hops, hops)
+        for hop, sub in views[node].split(part).items():
+            if hop is MINE:
+                ended[node] = ended.get(node, IntervalSet()) | sub
+            else:
+                frontier.append((hop, sub, hops + 1))
+    return ended, max_hops
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(2, 40),
+    seed=st.integers(0, 10_000),
+    lo=st.integers(0, RING_MAX),
+    width=st.integers(0, RING_MAX),
+)
+def test_every_key_of_a_range_ends_at_its_true_rendezvous(n, seed, lo, width):
+    rng = random.Random(seed)
+    ring = sorted(set(rng.getrandbits(64) for _ in range(n)))
+    links_of = {x: rng.sample(ring, min(3, len(ring))) for x in ring}
+    hi = min(RING_MAX, lo + width)
+    ended, _ = route_everywhere(ring, links_of, IntervalSet.of(lo, hi))
+    # the pieces partition the range ...
+    total = IntervalSet()
+    for node, keys in ended.items():
+        assert not (total & keys), "a key reached two rendezvous nodes"
+        total = total | keys
+        # ... and each piece ended where it belongs
+        for a, b in keys.intervals:
+            assert owner(ring, a) == node and owner(ring, b) == node
+            assert in_arc(a, ring[ring.index(node) - 1], node)
+    assert total == IntervalSet.of(lo, hi)
+
+
+def test_single_key_routing_reaches_the_owner_and_progresses():
+    rng = random.Random(5)
+    ring = sorted(rng.getrandbits(64) for _ in range(200))
+    links_of = {x: rng.sample(ring, 6) for x in ring}
+    views = {x: view_of(ring, x, links_of[x]) for x in ring}
+    for _ in range(200):
+        key = rng.getrandbits(64)
+        node, hops = rng.choice(ring), 0
+        while (nxt := views[node].next_hop(key)) is not MINE:
+            node, hops = nxt, hops + 1
+            assert hops < 200
+        assert node == owner(ring, key)

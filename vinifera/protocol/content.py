@@ -1,0 +1,518 @@
+"""The content layer of one node: subscription installation (showering),
+content routing tables, event delivery down a per-attribute forest, and
+Karger-Ruhl identifier balancing. Pure state, like the overlay.
+
+Subscriptions. A node installs its subscription in one attribute's tree
+(its primary attribute's): the key range of that attribute is routed by
+Algorithm 2 (vinifera.protocol.routing) to the rendezvous nodes of its keys.
+Every hop keeps a CRT entry <neighbour, attribute, owner, subscription,
+ranges> and passes the entry on at once when it is new or changed, then
+re-sends all its entries every period (soft state); an owner no longer
+asked for through a hop is withdrawn from there at once.
+
+Events. A published event goes, for each of its attributes, toward the
+rendezvous of that attribute's key. Every node a copy reaches forwards it
+down the CRT branches whose entries hold the key and match the full event,
+and an `up` copy continues toward the rendezvous. A node handles each
+(event, attribute) once, delivers an event once, and delivers only what
+matches its own current subscription.
+
+Balancing. Each node measures its rendezvous load (events it was the
+rendezvous of without being interested), reports it to its predecessor
+with the key that halves it, and a node whose successor's load exceeds its
+own by more than beta moves its identifier to that key, after the
+successor has handed over the CRT entries of the keys that move.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections import deque
+from collections.abc import Hashable, Iterable
+
+from vinifera.protocol import messages as m
+from vinifera.protocol.actions import Deliver, Log, Send
+from vinifera.protocol.config import ContentConfig
+from vinifera.protocol.crt import Crt
+from vinifera.protocol.overlay import Overlay
+from vinifera.protocol.records import hex_id, record
+from vinifera.protocol.routing import MINE, RouteView, arc_set
+from vinifera.ranges import IntervalSet
+from vinifera.ring import RING_BITS, RING_MAX, in_arc
+from vinifera.subscription import Event, Subscription
+
+# (eid, attr) handling state: what this node has already done for a copy.
+DOWN_DONE, UP_DONE = 1, 2
+
+
+def attribute_key(attr: str) -> int:
+    """The baseline's single rendezvous key of an attribute."""
+    return int.from_bytes(hashlib.blake2b(attr.encode(), digest_size=8).digest(), "big")
+
+
+def subscription_identifier(sub: Subscription | None, attr: str | None, rng: random.Random) -> int:
+    """Subscription awareness: a uniformly random key inside the node's own
+    range on `attr`, so that the node is a rendezvous of what it wants. A
+    point range is widened to 2^16 keys so that equal subscriptions do not
+    collide on one identifier."""
+    if sub is None or attr is None or attr not in sub.key_ranges:
+        return rng.getrandbits(RING_BITS)
+    lo, hi = sub.key_ranges[attr]
+    return min(RING_MAX, lo + rng.randrange(max(hi - lo, 1 << 16) + 1))
+
+
+class Content:
+    def __init__(self, overlay: Overlay, config: ContentConfig, rng: random.Random, out: list):
+        self.overlay = overlay
+        self.config = config
+        self.rng = rng
+        self.out = out
+        self.period = overlay.config.period
+        self.crt = Crt(config.max_entries_per_row, config.max_rows_per_attribute)
+        # (attr, owner) -> {next hop: key ranges sent there}
+        self.forwarded: dict[tuple[str, Hashable], dict[Hashable, IntervalSet]] = {}
+        self.own: tuple[str, IntervalSet] | None = None  # own demand: (attr, ranges)
+        self.seen: dict[tuple[int, str], int] = {}
+        self.seen_at: deque = deque()  # (time, (eid, attr)) for expiry
+        self.delivered: dict[int, float] = {}
+        self.rv_keys: deque = deque()  # (time, key): uninterested rendezvous events
+        self.succ_report: tuple | None = None  # (address, load, split, time)
+        self.pending_move: tuple | None = None  # (new_ident, time)
+        self.cooldown_until = 0.0
+        self.period_events = 0
+        self._view: RouteView | None = None
+        self._view_links = None
+        self._view_ident = None
+        self._view_sig = None
+        # Routing is recomputed only for demands that changed ("dirty") or
+        # when the routing view changed (a new version); otherwise the
+        # periodic refresh re-sends what was computed before.
+        self.view_version = 0
+        self.routed_version: dict[tuple[str, Hashable], int] = {}
+        self.dirty: set[tuple[str, Hashable]] = set()
+        self.counters = {
+            "events_received": 0,
+            "events_duplicate": 0,
+            "events_dropped": 0,
+            "events_delivered": 0,
+            "events_published": 0,
+            "installs_received": 0,
+            "moves": 0,
+        }
+        self._refresh_own()
+
+    # ----------------------------------------------------------------- queries
+
+    @property
+    def profile(self):
+        return self.overlay.profile
+
+    @property
+    def address(self) -> Hashable:
+        return self.overlay.profile.address
+
+    def view(self) -> RouteView:
+        """Routing knowledge, rebuilt only when links or identifier change."""
+        links = self.overlay.links
+        ident = self.overlay.profile.ident
+        if self._view is not None and self._view_links is links and self._view_ident == ident:
+            return self._view
+        by = links.by_address
+        known = sorted((e.profile.ident, a) for a, e in by.items())
+        sig = (ident, links.pred, links.succ, tuple(known))
+        self._view_links, self._view_ident = links, ident
+        if sig != self._view_sig or self._view is None:
+            pred = by[links.pred].profile.ident if links.pred is not None else None
+            succ = (by[links.succ].profile.ident, links.succ) if links.succ is not None else None
+            self._view = RouteView(ident, pred, succ, known)
+            self._view_sig = sig
+            self.view_version += 1
+        return self._view
+
+    def install_attribute(self) -> str | None:
+        sub = self.profile.subscription
+        if sub is None:
+            return None
+        if self.config.use_primary and self.overlay.primary.current in sub.key_ranges:
+            return self.overlay.primary.current
+        return sub.attributes[0]
+
+    def event_keys(self, event: Event) -> list[tuple[str, int]]:
+        if self.config.rendezvous == "attribute":
+            return [(attr, attribute_key(attr)) for attr, _ in event.items]
+        keys = event.keys()
+        return [(attr, keys[attr]) for attr, _ in event.items]
+
+    def load(self) -> float:
+        return len(self.rv_keys) / self.config.balance_window
+
+    # ----------------------------------------------------------------- periodic
+
+    def tick(self, now: float) -> None:
+        self.period_events = 0
+        self._forget_old(now)
+        self._refresh_own()
+        affected = self.crt.expire(now)
+        self.dirty.update(affected)
+        # Soft state: everything we forward is re-sent every period, routed
+        # with today's links; expired owners are withdrawn.
+        pairs = dict.fromkeys(affected)
+        pairs.update(dict.fromkeys(self.forwarded))
+        for attr in self.crt.attributes():
+            pairs.update(dict.fromkeys((attr, o) for o in self.crt.owners(attr)))
+        if self.own is not None:
+            pairs[(self.own[0], self.address)] = None
+        self._reroute(now, pairs, resend=True)
+        self._balance(now)
+
+    def _forget_old(self, now: float) -> None:
+        horizon = now - self.config.dedupe_memory * self.period
+        seen_at, seen = self.seen_at, self.seen
+        while seen_at and seen_at[0][0] < horizon:
+            seen.pop(seen_at.popleft()[1], None)
+        if self.delivered:
+            for eid in [e for e, t in self.delivered.items() if t < horizon]:
+                del self.delivered[eid]
+        window = now - self.config.balance_window * self.period
+        while self.rv_keys and self.rv_keys[0][0] < window:
+            self.rv_keys.popleft()
+
+    def _refresh_own(self) -> None:
+        """Recompute what we ask for ourselves: one range in one tree."""
+        sub = self.profile.subscription
+        attr = self.install_attribute()
+        before = self.own
+        if sub is None or attr is None:
+            self.own = None
+        elif self.config.rendezvous == "attribute":
+            key = attribute_key(attr)
+            self.own = (attr, IntervalSet.of(key, key))
+        else:
+            self.own = (attr, IntervalSet.of(*sub.key_ranges[attr]))
+        if before != self.own:
+            for own in (before, self.own):
+                if own is not None:
+                    self.dirty.add((own[0], self.address))
+
+    def subscription_changed(self, now: float) -> None:
+        self._refresh_own()
+        pairs = dict.fromkeys(k for k in self.forwarded if k[1] == self.address)
+        if self.own is not None:
+            pairs[(self.own[0], self.address)] = None
+        self.dirty.update(pairs)
+        self._reroute(now, pairs, resend=False)
+
+    # ----------------------------------------------------------------- installation
+
+    def _demand(self, attr: str, owner: Hashable) -> tuple[Subscription | None, IntervalSet]:
+        if owner == self.address:
+            if self.own is not None and self.own[0] == attr:
+                return self.profile.subscription, self.own[1]
+            return None, IntervalSet()
+        return self.crt.owner_demand(attr, owner)
+
+    def _demand_sub(self, attr: str, owner: Hashable) -> Subscription | None:
+        if owner == self.address:
+            return self.profile.subscription
+        nbs = self.crt.by_owner.get(attr, {}).get(owner)
+        if not nbs:
+            return None
+        return self.crt.rows[attr][next(iter(nbs))][owner].sub
+
+    def _reroute(self, now: float, pairs: Iterable[tuple[str, Hashable]], resend: bool) -> None:
+        """Route each (attr, owner) demand and tell the next hops: what is new
+        or changed (or everything, when `resend`), and withdrawals."""
+        view = self.view()
+        version = self.view_version
+        installs: dict[tuple[Hashable, str], list] = {}
+        withdraws: dict[tuple[Hashable, str], list] = {}
+        sources_of = self.crt.by_owner
+        dirty = self.dirty
+        routed = self.routed_version
+        for pair in pairs:
+            attr, owner = pair
+            old = self.forwarded.get(pair, {})
+            if pair not in dirty and routed.get(pair) == version:
+                if resend:  # unchanged demand, unchanged view: re-send as is
+                    sub = self._demand_sub(attr, owner)
+                    for hop, part in old.items():
+                        installs.setdefault((hop, attr), []).append((owner, sub, part.intervals))
+                continue
+            dirty.discard(pair)
+            sub, ranges = self._demand(attr, owner)
+            new: dict[Hashable, IntervalSet] = {}
+            if sub is not None and ranges:
+                came_from = sources_of.get(attr, {}).get(owner, {})
+                rows = self.crt.rows.get(attr, {})
+                for hop, part in view.split(ranges).items():
+                    if hop is MINE or hop == owner:
+                        continue
+                    if hop in came_from:
+                        # never send keys back where they came from (2-cycles)
+                        part = part - rows[hop][owner].all_ranges()
+                        if not part:
+                            continue
+                    new[hop] = part
+            for hop, part in new.items():
+                if resend or old.get(hop) != part:
+                    installs.setdefault((hop, attr), []).append((owner, sub, part.intervals))
+            if not new:
+                # The owner's demand is gone: withdraw at once (fast
+                # de-aggregation). A route that merely moved is not
+                # withdrawn: unrefreshed, it expires after the new one works.
+                for hop in old:
+                    withdraws.setdefault((hop, attr), []).append(owner)
+            if new:
+                self.forwarded[pair] = new
+                routed[pair] = version
+            else:
+                self.forwarded.pop(pair, None)
+                routed.pop(pair, None)
+        me = self.profile
+        for (hop, attr), entries in installs.items():
+            self.out.append(Send(hop, m.Install(me, attr, tuple(entries))))
+        for (hop, attr), owners in withdraws.items():
+            self.out.append(Send(hop, m.Withdraw(me, attr, tuple(owners))))
+
+    def on_install(self, now: float, msg: m.Install) -> None:
+        sender = msg.profile.address
+        self.overlay.refresh_link(now, msg.profile)
+        self.counters["installs_received"] += 1
+        expiry = now + self.config.crt_expiry * self.period
+        changed = []
+        me = self.address
+        for owner, sub, intervals in msg.entries:
+            if owner == me:
+                continue
+            ranges = IntervalSet.from_intervals(intervals)
+            if self.crt.upsert(msg.attr, sender, owner, sub, ranges, expiry):
+                changed.append((msg.attr, owner))
+                self.dirty.add((msg.attr, owner))
+        if changed:
+            self._reroute(now, changed, resend=False)
+
+    def on_withdraw(self, now: float, msg: m.Withdraw) -> None:
+        sender = msg.profile.address
+        self.overlay.refresh_link(now, msg.profile)
+        gone = [(msg.attr, o) for o in msg.owners if self.crt.remove(msg.attr, sender, o)]
+        self.dirty.update(gone)
+        if gone:
+            self._reroute(now, gone, resend=False)
+
+    def peer_gone(self, now: float, address: Hashable) -> None:
+        """A neighbour left or was suspected: forget what it asked for, and
+        what it asked for as a subscriber, and stop forwarding to it."""
+        affected = self.crt.drop_neighbour(address) + self.crt.drop_owner(address)
+        for pair, hops in self.forwarded.items():
+            if hops.pop(address, None) is not None:
+                self.dirty.add(pair)
+        self.dirty.update(affected)
+        if affected:
+            self._reroute(now, dict.fromkeys(affected), resend=False)
+
+    # ----------------------------------------------------------------- events
+
+    def publish(self, now: float, event: Event) -> int:
+        eid = self.rng.getrandbits(63)
+        self.counters["events_published"] += 1
+        self.out.append(
+            Log(record(now, self.overlay.name, "publish", eid=eid, values=event.to_plain()))
+        )
+        sub = self.profile.subscription
+        if sub is not None and sub.matches(event.values):
+            self._deliver(now, eid, event, None, 0)
+        for attr, key in self.event_keys(event):
+            self._handle(now, eid, event, attr, key, 0, True, None)
+        return eid
+
+    def on_event(self, now: float, msg: m.EventMessage) -> None:
+        self.overlay.refresh_link(now, msg.profile)
+        event = msg.event
+        sub = self.profile.subscription
+        interested = sub is not None and sub.matches(event.values)
+        cap = self.config.capacity
+        self.period_events += 1
+        if cap is not None and self.period_events > cap:
+            self.counters["events_dropped"] += 1
+            rec = record(
+                now,
+                self.overlay.name,
+                "drop",
+                eid=msg.eid,
+                attr=msg.attr,
+                hops=msg.hops,
+                match=interested,
+            )
+            self.out.append(Log(rec))
+            return
+        self.counters["events_received"] += 1
+        if interested and msg.eid not in self.delivered:
+            self._deliver(now, msg.eid, event, msg.attr, msg.hops)
+        sid = (msg.eid, msg.attr)
+        state = self.seen.get(sid, 0)
+        need = (DOWN_DONE | UP_DONE) if msg.up else DOWN_DONE
+        fwd = 0
+        rv = dup = False
+        if state & need == need:
+            self.counters["events_duplicate"] += 1
+            dup = True
+        elif msg.hops < self.config.max_event_hops:
+            fwd, rv = self._handle(
+                now,
+                msg.eid,
+                event,
+                msg.attr,
+                msg.key,
+                msg.hops,
+                msg.up and not state & UP_DONE,
+                msg.profile.address,
+                state,
+            )
+            if rv and not interested:
+                self.rv_keys.append((now, msg.key))
+        self.out.append(
+            Log(
+                record(
+                    now,
+                    self.overlay.name,
+                    "recv",
+                    eid=msg.eid,
+                    attr=msg.attr,
+                    hops=msg.hops,
+                    match=interested,
+                    fwd=fwd,
+                    dup=dup,
+                    rv=rv,
+                )
+            )
+        )
+
+    def _handle(
+        self,
+        now: float,
+        eid: int,
+        event: Event,
+        attr: str,
+        key: int,
+        hops: int,
+        up: bool,
+        sender: Hashable | None,
+        state: int = 0,
+    ) -> tuple[int, bool]:
+        """Forward one copy: down matching CRT branches (once per event and
+        attribute) and, for an `up` copy, on toward the rendezvous. Returns
+        (copies sent, whether we are the rendezvous of this key)."""
+        sid = (eid, attr)
+        if sid not in self.seen:
+            self.seen_at.append((now, sid))
+        targets: dict[Hashable, bool] = {}
+        if not state & DOWN_DONE:
+            for nb in self.crt.matching_neighbours(attr, key, event.values, now, sender):
+                targets[nb] = False
+        rv = False
+        if up:
+            hop = self.view().next_hop(key)
+            if hop is MINE:
+                rv = True
+            elif hop != sender:
+                targets[hop] = True  # the up copy also does the down work there
+            state |= UP_DONE
+        self.seen[sid] = state | DOWN_DONE
+        me = self.profile
+        for nb, is_up in targets.items():
+            self.out.append(Send(nb, m.EventMessage(me, eid, event, attr, key, hops + 1, is_up)))
+        return len(targets), rv
+
+    def _deliver(self, now: float, eid: int, event: Event, attr: str | None, hops: int) -> None:
+        self.delivered[eid] = now
+        self.counters["events_delivered"] += 1
+        self.out.append(Deliver(event, {"eid": eid, "hops": hops, "attr": attr}))
+        self.out.append(Log(record(now, self.overlay.name, "deliver", eid=eid, hops=hops)))
+
+    # ----------------------------------------------------------------- balancing
+
+    def _balance(self, now: float) -> None:
+        links = self.overlay.links
+        if links.pred is not None:
+            keys = sorted(k for _, k in self.rv_keys)
+            split = keys[len(keys) // 2] if keys else None
+            self.out.append(Send(links.pred, m.LoadReport(self.profile, self.load(), split)))
+        if self.pending_move is not None and now - self.pending_move[1] > 2 * self.period:
+            self.pending_move = None  # the successor never answered
+        cfg = self.config
+        if not cfg.balancing or self.pending_move is not None or now < self.cooldown_until:
+            return
+        report = self.succ_report
+        if report is None or links.succ != report[0] or now - report[3] > 2 * self.period:
+            return
+        _, succ_load, split, _ = report
+        mine = self.load()
+        if split is None or succ_load - mine <= cfg.balance_beta or succ_load <= 2 * mine:
+            return
+        me = self.profile.ident
+        succ_ident = links.by_address[links.succ].profile.ident
+        if not in_arc(split, me, succ_ident) or split == succ_ident:
+            return
+        self.pending_move = (split, now)
+        self.out.append(Send(links.succ, m.HandoverRequest(self.profile, split)))
+
+    def on_load(self, now: float, msg: m.LoadReport) -> None:
+        self.overlay.refresh_link(now, msg.profile)
+        self.succ_report = (msg.profile.address, msg.load, msg.split, now)
+
+    def on_handover_request(self, now: float, msg: m.HandoverRequest) -> None:
+        """Our predecessor moves to new_ident: the keys (its old identifier,
+        new_ident] become its own. Hand it our CRT entries for them."""
+        self.overlay.refresh_link(now, msg.profile)
+        links = self.overlay.links
+        me = self.profile.ident
+        old = msg.profile.ident
+        new = msg.new_ident
+        if links.pred != msg.profile.address or not in_arc(new, old, me) or new == me:
+            return
+        moving = arc_set(old, new)
+        entries = []
+        for attr in self.crt.attributes():
+            for nb, owner, sub, part, expiry in self.crt.entries_in(attr, moving):
+                entries.append((attr, nb, owner, sub, part.intervals, max(0.0, expiry - now)))
+        if self.own is not None and self.profile.subscription is not None:
+            part = self.own[1] & moving
+            if part:
+                ttl = self.config.crt_expiry * self.period
+                entries.append(
+                    (
+                        self.own[0],
+                        self.address,
+                        self.address,
+                        self.profile.subscription,
+                        part.intervals,
+                        ttl,
+                    )
+                )
+        self.rv_keys = deque((t, k) for t, k in self.rv_keys if not moving.contains(k))
+        self.out.append(Send(msg.profile.address, m.Handover(self.profile, new, tuple(entries))))
+
+    def on_handover(self, now: float, msg: m.Handover) -> None:
+        self.overlay.refresh_link(now, msg.profile)
+        pending = self.pending_move
+        if pending is None or pending[0] != msg.new_ident:
+            return
+        self.pending_move = None
+        me = self.address
+        affected = {}
+        for attr, nb, owner, sub, intervals, ttl in msg.entries:
+            if nb == me or owner == me:
+                continue
+            ranges = IntervalSet.from_intervals(intervals)
+            self.crt.upsert(attr, nb, owner, sub, ranges, now + ttl)
+            affected[(attr, owner)] = None
+            self.dirty.add((attr, owner))
+        old = self.profile.ident
+        self.overlay.move(now, msg.new_ident)
+        self.counters["moves"] += 1
+        self.cooldown_until = now + self.config.balance_cooldown * self.period
+        self.out.append(
+            Log(record(now, self.overlay.name, "move", old=hex_id(old), new=hex_id(msg.new_ident)))
+        )
+        self._reroute(now, affected, resend=False)

@@ -1,0 +1,197 @@
+"""Content Routing Table: what each neighbour asked this node for.
+
+Rows are keyed by (attribute, neighbour); a row holds one entry per
+subscription owner that reached us through that neighbour: the owner's full
+subscription (matching is exact at every hop) and the key ranges of it that
+travelled this way. Entries are soft state: each neighbour refreshes them
+every period and they expire when not refreshed. Keeping owners apart
+(rather than merging subscriptions into a coarser predicate) makes
+de-aggregation exact: a departed owner's entry goes, nothing else changes.
+
+Pure data structure: it decides, the content layer acts on what it returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator, Mapping
+
+from vinifera.ranges import IntervalSet
+from vinifera.subscription import Subscription
+
+
+class CrtEntry:
+    """`old`: keys this neighbour asked for until recently. They stay
+    matchable until `old_expiry` (make-before-break: the route that now
+    carries them is being built while the old one still delivers)."""
+
+    __slots__ = ("sub", "ranges", "expiry", "old", "old_expiry")
+
+    def __init__(self, sub: Subscription, ranges: IntervalSet, expiry: float) -> None:
+        self.sub = sub
+        self.ranges = ranges
+        self.expiry = expiry
+        self.old: IntervalSet | None = None
+        self.old_expiry = 0.0
+
+    def all_ranges(self) -> IntervalSet:
+        return self.ranges if self.old is None else self.ranges | self.old
+
+    def holds(self, key: int, now: float) -> bool:
+        if self.ranges.contains(key):
+            return True
+        return self.old is not None and self.old_expiry >= now and self.old.contains(key)
+
+
+class Crt:
+    def __init__(self, max_entries_per_row: int, max_rows_per_attribute: int) -> None:
+        self.max_entries_per_row = max_entries_per_row
+        self.max_rows_per_attribute = max_rows_per_attribute
+        # attribute -> neighbour -> owner -> entry
+        self.rows: dict[str, dict[Hashable, dict[Hashable, CrtEntry]]] = {}
+        # attribute -> owner -> neighbours it came through (for re-routing an owner)
+        self.by_owner: dict[str, dict[Hashable, dict[Hashable, None]]] = {}
+        self.refused = 0  # entries refused by the caps
+
+    def upsert(
+        self,
+        attr: str,
+        neighbour: Hashable,
+        owner: Hashable,
+        sub: Subscription,
+        ranges: IntervalSet,
+        expiry: float,
+    ) -> bool:
+        """Install or refresh an entry. True when it is new, its subscription
+        changed or it asks for keys it did not ask for before (what must be
+        forwarded at once). Keys no longer asked for linger as `old`."""
+        by_nb = self.rows.setdefault(attr, {})
+        row = by_nb.get(neighbour)
+        if row is None:
+            if len(by_nb) >= self.max_rows_per_attribute:
+                self.refused += 1
+                return False
+            row = by_nb[neighbour] = {}
+        entry = row.get(owner)
+        if entry is None:
+            if len(row) >= self.max_entries_per_row:
+                self.refused += 1
+                return False
+            row[owner] = CrtEntry(sub, ranges, expiry)
+            self.by_owner.setdefault(attr, {}).setdefault(owner, {})[neighbour] = None
+            return True
+        entry.expiry = expiry
+        if entry.sub == sub and entry.ranges == ranges:
+            return False
+        before = entry.all_ranges()
+        dropped = entry.ranges - ranges
+        if dropped:
+            entry.old = dropped if entry.old is None else entry.old | dropped
+            entry.old_expiry = expiry
+        changed_sub = entry.sub != sub
+        entry.sub = sub
+        entry.ranges = ranges
+        return changed_sub or not before.covers(ranges)
+
+    def remove(self, attr: str, neighbour: Hashable, owner: Hashable) -> bool:
+        row = self.rows.get(attr, {}).get(neighbour)
+        if row is None or owner not in row:
+            return False
+        del row[owner]
+        if not row:
+            del self.rows[attr][neighbour]
+        owners = self.by_owner[attr]
+        nbs = owners[owner]
+        nbs.pop(neighbour, None)
+        if not nbs:
+            del owners[owner]
+        return True
+
+    def expire(self, now: float) -> list[tuple[str, Hashable]]:
+        """Drop entries not refreshed in time; returns the (attribute, owner)
+        pairs affected, which the caller re-routes (or withdraws)."""
+        dead = []
+        shrunk = []
+        for attr, by_nb in self.rows.items():
+            for nb, row in by_nb.items():
+                for owner, entry in row.items():
+                    if entry.expiry < now:
+                        dead.append((attr, nb, owner))
+                    elif entry.old is not None and entry.old_expiry < now:
+                        entry.old = None
+                        shrunk.append((attr, owner))
+        for attr, nb, owner in dead:
+            self.remove(attr, nb, owner)
+        return list(dict.fromkeys([(attr, owner) for attr, _, owner in dead] + shrunk))
+
+    def drop_neighbour(self, neighbour: Hashable) -> list[tuple[str, Hashable]]:
+        """A neighbour is gone: forget what it asked for."""
+        gone = []
+        for attr, by_nb in self.rows.items():
+            row = by_nb.get(neighbour)
+            if row:
+                gone.extend((attr, neighbour, owner) for owner in row)
+        for attr, nb, owner in gone:
+            self.remove(attr, nb, owner)
+        return list(dict.fromkeys((attr, owner) for attr, _, owner in gone))
+
+    def drop_owner(self, owner: Hashable) -> list[tuple[str, Hashable]]:
+        """A subscriber is gone: forget its entries on every row."""
+        gone = []
+        for attr, owners in self.by_owner.items():
+            for nb in owners.get(owner, ()):
+                gone.append((attr, nb, owner))
+        for attr, nb, owner in gone:
+            self.remove(attr, nb, owner)
+        return list(dict.fromkeys((attr, owner) for attr, _, owner in gone))
+
+    def owner_demand(self, attr: str, owner: Hashable) -> tuple[Subscription | None, IntervalSet]:
+        """All key ranges an owner asked for through any neighbour, and its
+        subscription (the freshest entry's)."""
+        sub = None
+        ranges = IntervalSet()
+        best = -1.0
+        for nb in self.by_owner.get(attr, {}).get(owner, ()):
+            entry = self.rows[attr][nb][owner]
+            ranges = ranges | entry.all_ranges()
+            if entry.expiry > best:
+                best, sub = entry.expiry, entry.sub
+        return sub, ranges
+
+    def owners(self, attr: str) -> list[Hashable]:
+        return list(self.by_owner.get(attr, {}))
+
+    def attributes(self) -> list[str]:
+        return [a for a, owners in self.by_owner.items() if owners]
+
+    def matching_neighbours(
+        self, attr: str, key: int, values: Mapping, now: float, exclude: Hashable
+    ) -> list[Hashable]:
+        """Neighbours down whose branch this event must go: some entry's
+        ranges hold the event's key and its subscription matches in full."""
+        out = []
+        for nb, row in self.rows.get(attr, {}).items():
+            if nb == exclude:
+                continue
+            for entry in row.values():
+                if entry.expiry >= now and entry.holds(key, now) and entry.sub.matches(values):
+                    out.append(nb)
+                    break
+        return out
+
+    def entries_in(self, attr: str, keys: IntervalSet) -> Iterator[tuple]:
+        """(neighbour, owner, entry-part) for every entry overlapping keys:
+        what moves with an identifier during a handover."""
+        for nb, row in self.rows.get(attr, {}).items():
+            for owner, entry in row.items():
+                part = entry.all_ranges() & keys
+                if part:
+                    yield nb, owner, entry.sub, part, entry.expiry
+
+    def __len__(self) -> int:
+        return sum(len(row) for by_nb in self.rows.values() for row in by_nb.values())
+
+    def summary(self) -> dict:
+        return {
+            attr: {"rows": len(by_nb), "entries": sum(len(r) for r in by_nb.values())}
+            for attr, by_nb in self.rows.items()
+        }

@@ -1,0 +1,154 @@
+"""The metrics of ../shared/EXPERIMENTS.md computed from log records.
+
+The simulator feeds every record it writes into a Ledger, so its summary is
+computed from exactly what the logs say (the PySpark analysis computes the
+same numbers from the files). Definitions:
+
+- expected pair (e, s): s alive when e is published, its subscription at
+  that moment matches e, and s stays alive for the deadline after it;
+- hit ratio: expected pairs delivered within the deadline / expected pairs;
+- false positives: deliveries of events the subscription in force at
+  delivery does not match; duplicates: deliveries beyond the first of an
+  event to one node;
+- traffic overhead: event messages received (every copy, dropped ones too)
+  by nodes not interested in the event / all event messages received;
+- path length: hops of the first delivery, over delivered expected pairs;
+- load of a node: events it forwarded to at least one node / events
+  published; over nodes alive at some time in the window.
+
+Only events published inside the measurement window count.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import defaultdict
+
+from vinifera.schema import Schema
+from vinifera.subscription import Event, Subscription
+
+INF = math.inf
+
+
+class Ledger:
+    def __init__(self, schema: Schema, window_start: float, window_end: float, deadline: float):
+        self.schema = schema
+        self.window_start = window_start
+        self.window_end = window_end
+        self.deadline = deadline
+        self.lives: dict[str, list[list[float]]] = defaultdict(list)  # node -> [[join, death]]
+        self.subs: dict[str, list[tuple[float, Subscription | None]]] = defaultdict(list)
+        self.events: dict[int, tuple[float, Event]] = {}
+        self.delivered: dict[tuple[int, str], list[tuple[float, int]]] = defaultdict(list)
+        self.received = 0
+        self.received_uninterested = 0
+        self.forwarded: dict[str, set] = defaultdict(set)
+        self.dropped = 0
+        self._sub_cache: dict[tuple, Subscription | None] = {}
+
+    # ----------------------------------------------------------------- feeding
+
+    def _sub(self, plain) -> Subscription | None:
+        if plain is None:
+            return None
+        key = tuple(tuple(c) for c in plain)
+        sub = self._sub_cache.get(key)
+        if sub is None:
+            sub = Subscription.from_plain(self.schema, plain)
+            self._sub_cache[key] = sub
+        return sub
+
+    def feed(self, rec: dict) -> None:
+        ev = rec["ev"]
+        t = rec["t"]
+        node = rec["node"]
+        if ev == "recv" or ev == "drop":
+            if rec["eid"] in self.events:
+                self.received += 1
+                if not rec["match"]:
+                    self.received_uninterested += 1
+                if ev == "drop":
+                    self.dropped += 1
+                elif rec["fwd"] > 0:
+                    self.forwarded[node].add(rec["eid"])
+        elif ev == "deliver":
+            if rec["eid"] in self.events:
+                self.delivered[(rec["eid"], node)].append((t, rec["hops"]))
+        elif ev == "publish":
+            if self.window_start <= t < self.window_end:
+                self.events[rec["eid"]] = (t, Event.from_plain(self.schema, rec["values"]))
+        elif ev == "join":
+            self.lives[node].append([t, INF])
+            self.subs[node].append((t, self._sub(rec.get("sub"))))
+        elif ev == "subscribe":
+            self.subs[node].append((t, self._sub(rec.get("sub"))))
+        elif ev in ("leave", "crash"):
+            lives = self.lives.get(node)
+            if lives and lives[-1][1] == INF:
+                lives[-1][1] = t
+
+    # ----------------------------------------------------------------- queries
+
+    def _alive_through(self, node: str, t0: float, t1: float) -> bool:
+        return any(j <= t0 and d >= t1 for j, d in self.lives[node])
+
+    def _sub_at(self, node: str, t: float) -> Subscription | None:
+        history = self.subs[node]
+        i = bisect.bisect_right([h[0] for h in history], t) - 1
+        return history[i][1] if i >= 0 else None
+
+    def summary(self) -> dict:
+        expected = delivered = hops_total = 0
+        for eid, (t, event) in self.events.items():
+            values = event.values
+            for node in self.lives:
+                if not self._alive_through(node, t, t + self.deadline):
+                    continue
+                sub = self._sub_at(node, t)
+                if sub is None or not sub.matches(values):
+                    continue
+                expected += 1
+                got = self.delivered.get((eid, node))
+                if got and got[0][0] <= t + self.deadline:
+                    delivered += 1
+                    hops_total += got[0][1]
+        false_positives = duplicates = 0
+        for (eid, node), deliveries in self.delivered.items():
+            duplicates += len(deliveries) - 1
+            values = self.events[eid][1].values
+            for t, _ in deliveries:
+                sub = self._sub_at(node, t)
+                if sub is None or not sub.matches(values):
+                    false_positives += 1
+        n_events = len(self.events)
+        in_window = [
+            n
+            for n, lives in self.lives.items()
+            if any(j < self.window_end and d > self.window_start for j, d in lives)
+        ]
+        loads = (
+            sorted(len(self.forwarded.get(n, ())) / n_events for n in in_window) if n_events else []
+        )
+        return {
+            "events_published": n_events,
+            "expected_pairs": expected,
+            "delivered_pairs": delivered,
+            "hit_ratio": round(delivered / expected, 6) if expected else None,
+            "false_positives": false_positives,
+            "duplicates": duplicates,
+            "traffic_overhead": (
+                round(self.received_uninterested / self.received, 6) if self.received else None
+            ),
+            "event_messages": self.received,
+            "event_messages_dropped": self.dropped,
+            "path_length": round(hops_total / delivered, 6) if delivered else None,
+            "load_max": round(loads[-1], 6) if loads else None,
+            "load_p95": round(_percentile(loads, 0.95), 6) if loads else None,
+        }
+
+
+def _percentile(sorted_values: list[float], q: float) -> float:
+    """Nearest-rank percentile (the value below which a fraction q lies)."""
+    k = max(0, math.ceil(q * len(sorted_values)) - 1)
+    return sorted_values[k]
