@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from vinifera import __version__
+from vinifera.cli.trace import trace
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -20,166 +21,142 @@ def main() -> None:
     """
 
 
+main.add_command(trace)
+
+
 @main.group()
 def sim() -> None:
     """Simulate thousands of nodes in virtual time (same protocol code as the daemon)."""
 
 
+def _opt(*names, **kw):
+    kw.setdefault("show_default", "default" in kw)
+    return click.option(*names, **kw)
+
+
 @sim.command("run")
-@click.option(
+@_opt(
     "--nodes",
     "-n",
     default=1000,
-    show_default=True,
     type=click.IntRange(min=1),
     help="Number of nodes that join at the start.",
 )
-@click.option(
+@_opt(
     "--rounds",
     "-r",
     default=50,
-    show_default=True,
     type=click.IntRange(min=1),
     help="Gossip rounds to simulate (one round = one gossip period).",
 )
-@click.option(
-    "--seed",
-    "-s",
-    default=1,
-    show_default=True,
-    type=int,
-    help="Seed of every random choice: same seed, same result.",
+@_opt(
+    "--seed", "-s", default=1, type=int, help="Seed of every random choice: same seed, same result."
 )
-@click.option(
+@_opt(
+    "--system",
+    type=click.Choice(["vinifera", "baseline"]),
+    default="vinifera",
+    help="Vinifera, or the baseline: 2 ring + 8 small-world links, random identifiers, "
+    "one rendezvous per attribute, no balancing.",
+)
+@_opt(
     "--friends",
-    default=8,
-    show_default=True,
     type=click.IntRange(min=0),
-    help="K_f: friend links per node (subscription-aware).",
+    help="K_f: friend links per node.  [default: 4; baseline: 0]",
 )
-@click.option(
+@_opt(
     "--small-world",
-    default=0,
-    show_default=True,
     type=click.IntRange(min=0),
-    help="K_sw: small-world links per node (besides the 2 ring links).",
+    help="K_sw: small-world links besides the 2 ring links.  [default: 4; baseline: 8]",
 )
-@click.option(
+@_opt(
     "--subscriptions",
     type=click.Choice(["random", "skewed"]),
     default="skewed",
-    show_default=True,
-    help="Subscription workload (see EXPERIMENTS.md).",
+    help="Subscription workload (EXPERIMENTS.md).",
 )
-@click.option(
+@_opt(
     "--attributes",
     "-d",
     default=1,
-    show_default=True,
     type=click.IntRange(1, 16),
     help="Number of numeric attributes, each with domain [0, 1000].",
 )
-@click.option(
+@_opt(
+    "--events-per-round",
+    "-e",
+    default=10.0,
+    type=click.FloatRange(min=0),
+    help="Events published per round by random alive nodes (0: none).",
+)
+@_opt(
+    "--warmup",
+    type=click.IntRange(min=0),
+    help="Rounds before the measurement window.  [default: half the run, at most 50]",
+)
+@_opt(
+    "--deadline",
+    default=5.0,
+    type=click.FloatRange(min=0, min_open=True),
+    help="Delivery deadline of the hit ratio, in rounds.",
+)
+@_opt(
+    "--capacity",
+    type=click.IntRange(min=1),
+    help="Congestion model: event messages a node handles per round; the rest drop.",
+)
+@_opt("--no-balancing", is_flag=True, help="Turn Karger-Ruhl identifier balancing off.")
+@_opt(
     "--kill-fraction",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
     help="Crash this fraction of the alive nodes at once (with --kill-at).",
 )
-@click.option("--kill-at", type=click.IntRange(min=0), help="Round at which to crash them.")
-@click.option(
+@_opt("--kill-at", type=click.IntRange(min=0), help="Round at which to crash them.")
+@_opt(
     "--join",
     "join_count",
     type=click.IntRange(min=1),
     help="Join this many extra nodes at once (with --join-at).",
 )
-@click.option("--join-at", type=click.IntRange(min=0), help="Round at which they join.")
-@click.option(
+@_opt("--join-at", type=click.IntRange(min=0), help="Round at which they join.")
+@_opt(
     "--loss",
     default=0.0,
-    show_default=True,
     type=click.FloatRange(0, 1, max_open=True),
     help="Probability that a message is lost.",
 )
-@click.option(
+@_opt(
     "--latency",
     default="0.01:0.1",
-    show_default=True,
     metavar="MIN:MAX",
     help="One-way latency range in gossip periods.",
 )
-@click.option(
+@_opt(
     "--failure-timeout",
     default=5.0,
-    show_default=True,
     type=click.FloatRange(min=0, min_open=True),
     help="Periods of silence after which a neighbour is dropped.",
 )
-@click.option(
+@_opt(
     "--log-dir",
     type=click.Path(file_okay=False, path_type=Path),
     help="Write the JSON-lines node log, manifest and summary here.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
-def sim_run(
-    nodes,
-    rounds,
-    seed,
-    friends,
-    small_world,
-    subscriptions,
-    attributes,
-    kill_fraction,
-    kill_at,
-    join_count,
-    join_at,
-    loss,
-    latency,
-    failure_timeout,
-    log_dir,
-    as_json,
-):
+@_opt("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+def sim_run(**opts) -> None:
     """Run one simulation and print its summary.
 
-    Example: vinifera sim run --nodes 1000 --rounds 50 --kill-fraction 0.2 --kill-at 50
+    Prints the overlay measurements and, when events are published, the
+    metrics of EXPERIMENTS.md over the measurement window: hit_ratio,
+    false_positives, duplicates, traffic_overhead, path_length, load_max,
+    load_p95, events_published, expected_pairs.
+
+    Example: vinifera sim run --nodes 1000 --rounds 100 --system baseline --json
     """
-    from vinifera.protocol.config import OverlayConfig
-    from vinifera.sim.config import ChurnStep, SimConfig
     from vinifera.sim.driver import Simulation
-    from vinifera.sim.network import NetworkModel
 
-    if (kill_fraction is None) != (kill_at is None):
-        raise click.UsageError("--kill-fraction and --kill-at go together")
-    if (join_count is None) != (join_at is None):
-        raise click.UsageError("--join and --join-at go together")
-    try:
-        lat_min, lat_max = (float(x) for x in latency.split(":"))
-        network = NetworkModel(latency_min=lat_min, latency_max=lat_max, loss=loss)
-    except ValueError as err:
-        raise click.BadParameter(f"{latency!r}: {err}", param_hint="--latency") from None
-    churn = []
-    if kill_fraction is not None:
-        churn.append(ChurnStep(kill_at, "kill", fraction=kill_fraction))
-    if join_count is not None:
-        churn.append(ChurnStep(join_at, "join", count=join_count))
-    try:
-        overlay = OverlayConfig(
-            friends=friends,
-            small_world=small_world,
-            failure_timeout=failure_timeout,
-            probe_after=min(2.0, failure_timeout / 2),
-        )
-        config = SimConfig(
-            nodes=nodes,
-            rounds=rounds,
-            seed=seed,
-            subscriptions=subscriptions,
-            attributes=attributes,
-            overlay=overlay,
-            network=network,
-            churn=tuple(churn),
-        )
-    except ValueError as err:
-        raise click.UsageError(str(err)) from None
-
+    config = _sim_config(**opts)
+    log_dir, as_json, rounds = opts["log_dir"], opts["as_json"], opts["rounds"]
     sim_ = Simulation(config, log_dir=log_dir)
     if log_dir is not None:
         _write_json(
@@ -194,16 +171,16 @@ def sim_run(
         )
     show_bar = not as_json and sys.stderr.isatty()
     done = 0
+
+    def note(r: int) -> None:
+        nonlocal done
+        done = r + 1
+
     try:
         if show_bar:
             with click.progressbar(length=rounds, label="simulating", file=sys.stderr) as bar:
-                summary = sim_.run(progress=lambda r: bar.update(1))
+                summary = sim_.run(progress=lambda r: (note(r), bar.update(1)))
         else:
-
-            def note(r):
-                nonlocal done
-                done = r + 1
-
             summary = sim_.run(progress=note)
     except KeyboardInterrupt:
         where = f"; the log so far is in {log_dir}" if log_dir else ""
@@ -220,6 +197,61 @@ def sim_run(
         width = max(len(k) for k in summary)
         for key, value in summary.items():
             click.echo(f"{key:<{width}}  {value}")
+
+
+def _sim_config(**o):
+    """Command-line options -> SimConfig, with usage errors for bad combinations."""
+    from dataclasses import replace
+
+    from vinifera.protocol.config import BASELINE_CONTENT, ContentConfig, OverlayConfig
+    from vinifera.sim.config import ChurnStep, SimConfig
+    from vinifera.sim.network import NetworkModel
+
+    if (o["kill_fraction"] is None) != (o["kill_at"] is None):
+        raise click.UsageError("--kill-fraction and --kill-at go together")
+    if (o["join_count"] is None) != (o["join_at"] is None):
+        raise click.UsageError("--join and --join-at go together")
+    try:
+        lat_min, lat_max = (float(x) for x in o["latency"].split(":"))
+        network = NetworkModel(latency_min=lat_min, latency_max=lat_max, loss=o["loss"])
+    except ValueError as err:
+        raise click.BadParameter(f"{o['latency']!r}: {err}", param_hint="--latency") from None
+    churn = []
+    if o["kill_fraction"] is not None:
+        churn.append(ChurnStep(o["kill_at"], "kill", fraction=o["kill_fraction"]))
+    if o["join_count"] is not None:
+        churn.append(ChurnStep(o["join_at"], "join", count=o["join_count"]))
+    baseline = o["system"] == "baseline"
+    friends = o["friends"] if o["friends"] is not None else (0 if baseline else 4)
+    small_world = o["small_world"] if o["small_world"] is not None else (8 if baseline else 4)
+    try:
+        overlay = OverlayConfig(
+            friends=friends,
+            small_world=small_world,
+            failure_timeout=o["failure_timeout"],
+            probe_after=min(2.0, o["failure_timeout"] / 2),
+        )
+        content = BASELINE_CONTENT if baseline else ContentConfig()
+        content = replace(
+            content, capacity=o["capacity"], balancing=content.balancing and not o["no_balancing"]
+        )
+        return SimConfig(
+            nodes=o["nodes"],
+            rounds=o["rounds"],
+            seed=o["seed"],
+            system=o["system"],
+            subscriptions=o["subscriptions"],
+            attributes=o["attributes"],
+            overlay=overlay,
+            content=content,
+            network=network,
+            churn=tuple(churn),
+            events_per_round=o["events_per_round"],
+            warmup_rounds=o["warmup"],
+            deadline_rounds=o["deadline"],
+        )
+    except ValueError as err:
+        raise click.UsageError(str(err)) from None
 
 
 def _write_json(path: Path, obj) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import NoReturn
 
 import click
+
 from vinifera.churn_traces import (
     Trace,
     TraceError,

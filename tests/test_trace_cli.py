@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+
 from vinifera.churn_traces import bundled_trace_path, read_trace, trace_stats
 from vinifera.cli.trace import trace
 

@@ -117,9 +117,14 @@ class ContentConfig:
     capacity: int | None = None
     # Karger-Ruhl identifier balancing.
     balancing: bool = True
+    # What counts as rendezvous load: "uninterested" (events we are the
+    # rendezvous of but do not want) or "all" events we are the rendezvous of.
+    # With subscription-placed identifiers almost every rendezvous wants its
+    # events, so only "all" sees the hot spots of a skewed workload.
+    balance_load: str = "all"
     # Move when the successor's rendezvous load exceeds ours by more than
     # this many events per period (and is more than twice ours).
-    balance_beta: float = 0.5
+    balance_beta: float = 0.2
     # Load is measured over this many periods.
     balance_window: float = 10.0
     # After a move, wait this long before the next (loads must re-settle).
@@ -134,6 +139,8 @@ class ContentConfig:
             raise ValueError("crt_expiry must exceed one period")
         if self.capacity is not None and self.capacity < 1:
             raise ValueError("capacity must be >= 1")
+        if self.balance_load not in ("uninterested", "all"):
+            raise ValueError("balance_load must be 'uninterested' or 'all'")
         if self.balance_beta < 0 or self.balance_window <= 0:
             raise ValueError("balance_beta must be >= 0 and balance_window > 0")
 

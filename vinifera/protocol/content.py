@@ -322,8 +322,11 @@ class Content:
         sub = self.profile.subscription
         if sub is not None and sub.matches(event.values):
             self._deliver(now, eid, event, None, 0)
+        interested = sub is not None and sub.matches(event.values)
         for attr, key in self.event_keys(event):
-            self._handle(now, eid, event, attr, key, 0, True, None)
+            _, rv = self._handle(now, eid, event, attr, key, 0, True, None)
+            if rv and (not interested or self.config.balance_load == "all"):
+                self.rv_keys.append((now, key))
         return eid
 
     def on_event(self, now: float, msg: m.EventMessage) -> None:
@@ -369,7 +372,7 @@ class Content:
                 msg.profile.address,
                 state,
             )
-            if rv and not interested:
+            if rv and (not interested or self.config.balance_load == "all"):
                 self.rv_keys.append((now, msg.key))
         self.out.append(
             Log(

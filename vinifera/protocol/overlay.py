@@ -323,9 +323,14 @@ class Overlay:
             n_sw += cfg.friends - len(friends)
         small_world = []
         if n_sw > 0 and succs:
-            gap = ((succs[-1].profile.ident - me.ident) % RING_SIZE) // len(succs)
+            # typical distance between nodes here: the span of our ring
+            # neighbourhood over the number of gaps in it
+            span = (succs[-1].profile.ident - preds[-1].profile.ident) % RING_SIZE
+            gap = span // (len(succs) + len(preds))
             targets = small_world_targets(me.ident, gap, self.sw_fractions[:n_sw])
-            small_world = select_small_world(targets, cands, taken)
+            small_world = select_small_world(
+                targets, cands, taken, self.links.small_world, me.ident
+            )
         old_shape = self.links.shape()
         self.links = Links(succ, pred, friends, small_world)
         if cfg.log_links and self.links.shape() != old_shape:

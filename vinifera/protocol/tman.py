@@ -180,12 +180,22 @@ def small_world_targets(my_ident: int, gap: int, fractions: Sequence[float]) -> 
 
 
 def select_small_world(
-    targets: Sequence[int], candidates: Sequence[Entry], taken: set
+    targets: Sequence[int],
+    candidates: Sequence[Entry],
+    taken: set,
+    current: Sequence | None = None,
+    origin: int = 0,
 ) -> list[Entry]:
-    """For each target, the untaken candidate closest to it."""
+    """For each target, the untaken candidate closest to it. With `current`
+    (the address held per slot, `origin` our identifier), a slot keeps its
+    link while it lies within a quarter of the target's offset (still a link
+    of about the right length, which is all Kleinberg's argument needs) or
+    within twice the best distance: routing tables, and the routes computed
+    from them, then stay put instead of following every sample's noise."""
     chosen: list[Entry] = []
     used = set(taken)
-    for target in targets:
+    by_address = {e.profile.address: e for e in candidates} if current else {}
+    for i, target in enumerate(targets):
         best = None
         best_d = RING_SIZE
         for e in candidates:
@@ -196,6 +206,15 @@ def select_small_world(
                 best_d, best = d, e
         if best is None:
             break
+        if current is not None and i < len(current):
+            held = by_address.get(current[i])
+            slack = max(2 * best_d, ((target - origin) % RING_SIZE) // 4)
+            if (
+                held is not None
+                and held.profile.address not in used
+                and ring_distance(target, held.profile.ident) <= slack
+            ):
+                best = held
         used.add(best.profile.address)
         chosen.append(best)
     return chosen
