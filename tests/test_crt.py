@@ -21,17 +21,17 @@ def keys(lo, hi):
 
 def test_entries_from_one_neighbour_aggregate_into_one_row():
     crt = Crt(100, 100)
-    assert crt.upsert("a0", "n1", "s1", sub(10, 20), keys(10, 20), 5.0)
-    assert crt.upsert("a0", "n1", "s2", sub(15, 30), keys(15, 30), 5.0)
+    assert crt.upsert("a0", "n1", "s1", sub(10, 20), keys(10, 20), 5.0, 0.0)
+    assert crt.upsert("a0", "n1", "s2", sub(15, 30), keys(15, 30), 5.0, 0.0)
     assert crt.summary() == {"a0": {"rows": 1, "entries": 2}}
     # a refresh that changes nothing is not news
-    assert not crt.upsert("a0", "n1", "s1", sub(10, 20), keys(10, 20), 6.0)
+    assert not crt.upsert("a0", "n1", "s1", sub(10, 20), keys(10, 20), 6.0, 0.0)
 
 
 def test_matching_uses_key_ranges_and_the_full_subscription():
     crt = Crt(100, 100)
-    crt.upsert("a0", "n1", "s1", sub(10, 20, 0, 50), keys(10, 20), 5.0)
-    crt.upsert("a0", "n2", "s2", sub(10, 20, 60, 90), keys(10, 20), 5.0)
+    crt.upsert("a0", "n1", "s1", sub(10, 20, 0, 50), keys(10, 20), 5.0, 0.0)
+    crt.upsert("a0", "n2", "s2", sub(10, 20, 60, 90), keys(10, 20), 5.0, 0.0)
     k = SCHEMA.attribute("a0").key(15.0)
     assert crt.matching_neighbours("a0", k, {"a0": 15.0, "a1": 40.0}, 1.0, None) == ["n1"]
     assert crt.matching_neighbours("a0", k, {"a0": 15.0, "a1": 70.0}, 1.0, None) == ["n2"]
@@ -42,9 +42,9 @@ def test_matching_uses_key_ranges_and_the_full_subscription():
 
 def test_expiry_deaggregates_exactly_the_silent_owner():
     crt = Crt(100, 100)
-    crt.upsert("a0", "n1", "s1", sub(10, 20), keys(10, 20), 5.0)
-    crt.upsert("a0", "n1", "s2", sub(40, 50), keys(40, 50), 9.0)
-    assert crt.expire(6.0) == [("a0", "s1")]
+    crt.upsert("a0", "n1", "s1", sub(10, 20), keys(10, 20), 5.0, 0.0)
+    crt.upsert("a0", "n1", "s2", sub(40, 50), keys(40, 50), 9.0, 0.0)
+    assert crt.expire(6.0, -1.0) == [("a0", "s1")]
     assert crt.owners("a0") == ["s2"]
     assert crt.owner_demand("a0", "s1") == (None, IntervalSet())
     assert crt.owner_demand("a0", "s2")[1] == keys(40, 50)
@@ -52,9 +52,9 @@ def test_expiry_deaggregates_exactly_the_silent_owner():
 
 def test_departed_owner_and_neighbour_are_forgotten():
     crt = Crt(100, 100)
-    crt.upsert("a0", "n1", "s1", sub(10, 20), keys(10, 20), 5.0)
-    crt.upsert("a0", "n2", "s1", sub(10, 20), keys(21, 25), 5.0)
-    crt.upsert("a0", "n2", "s2", sub(40, 50), keys(40, 50), 5.0)
+    crt.upsert("a0", "n1", "s1", sub(10, 20), keys(10, 20), 5.0, 0.0)
+    crt.upsert("a0", "n2", "s1", sub(10, 20), keys(21, 25), 5.0, 0.0)
+    crt.upsert("a0", "n2", "s2", sub(40, 50), keys(40, 50), 5.0, 0.0)
     assert crt.drop_owner("s1") == [("a0", "s1")]
     assert len(crt) == 1
     assert crt.drop_neighbour("n2") == [("a0", "s2")]
@@ -65,21 +65,30 @@ def test_shrunk_ranges_stay_matchable_until_their_expiry():
     # make-before-break: the keys a neighbour stops asking for keep their
     # old route until the new one has had time to form
     crt = Crt(100, 100)
-    crt.upsert("a0", "n1", "s1", sub(10, 20), keys(10, 20), 5.0)
-    assert not crt.upsert("a0", "n1", "s1", sub(10, 20), keys(10, 15), 8.0)  # shrink: not news
+    crt.upsert("a0", "n1", "s1", sub(10, 20), keys(10, 20), 5.0, 0.0)
+    assert not crt.upsert("a0", "n1", "s1", sub(10, 20), keys(10, 15), 8.0, 0.0)  # shrink: not news
     k = SCHEMA.attribute("a0").key(18.0)
     values = {"a0": 18.0, "a1": 1.0}
     assert crt.matching_neighbours("a0", k, values, 7.0, None) == ["n1"]
-    assert crt.expire(9.0) == [("a0", "s1")]
+    assert crt.expire(9.0, -1.0) == [("a0", "s1")]
     assert crt.matching_neighbours("a0", k, values, 9.0, None) == []
+
+
+def test_an_owner_silent_too_long_expires_whatever_refreshes_its_entry():
+    # relays refreshing each other around a loop cannot keep a dead owner alive
+    crt = Crt(100, 100)
+    crt.upsert("a0", "n1", "s1", sub(10, 20), keys(10, 20), 50.0, heard=3.0)
+    crt.upsert("a0", "n1", "s2", sub(10, 20), keys(10, 20), 50.0, heard=9.0)
+    assert crt.expire(10.0, owner_silent_since=5.0) == [("a0", "s1")]
+    assert crt.owners("a0") == ["s2"]
 
 
 def test_caps_refuse_and_count():
     crt = Crt(max_entries_per_row=2, max_rows_per_attribute=1)
-    assert crt.upsert("a0", "n1", "s1", sub(1, 2), keys(1, 2), 5.0)
-    assert crt.upsert("a0", "n1", "s2", sub(1, 2), keys(1, 2), 5.0)
-    assert not crt.upsert("a0", "n1", "s3", sub(1, 2), keys(1, 2), 5.0)
-    assert not crt.upsert("a0", "n2", "s4", sub(1, 2), keys(1, 2), 5.0)
+    assert crt.upsert("a0", "n1", "s1", sub(1, 2), keys(1, 2), 5.0, 0.0)
+    assert crt.upsert("a0", "n1", "s2", sub(1, 2), keys(1, 2), 5.0, 0.0)
+    assert not crt.upsert("a0", "n1", "s3", sub(1, 2), keys(1, 2), 5.0, 0.0)
+    assert not crt.upsert("a0", "n2", "s4", sub(1, 2), keys(1, 2), 5.0, 0.0)
     assert crt.refused == 2 and len(crt) == 2
 
 
@@ -98,7 +107,7 @@ def test_aggregation_never_loses_a_subscribers_range(parts):
     asked: dict[str, IntervalSet] = {}
     for nb, ivs in parts:
         ranges = IntervalSet.from_intervals(ivs)
-        crt.upsert("a0", nb, "s1", s, ranges, 10.0)
+        crt.upsert("a0", nb, "s1", s, ranges, 10.0, 0.0)
         asked[nb] = asked.get(nb, IntervalSet()) | ranges
     _, demand = crt.owner_demand("a0", "s1")
     for ranges in asked.values():

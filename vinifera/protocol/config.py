@@ -105,6 +105,25 @@ class ContentConfig:
     # A CRT entry not refreshed for this long expires (periods). Entries are
     # re-sent every period, so this tolerates two lost refreshes.
     crt_expiry: float = 3.0
+    # ... and whatever the path, an entry dies when its owner has not been
+    # heard of (end to end: every install and refresh carries the age of the
+    # owner's last word) for this long: per-hop refreshes alone could keep a
+    # dead owner alive around a loop of relays. Owner freshness advances one
+    # hop per period, so this must exceed the longest installation path (a
+    # loop breaker, not the normal way out: that is the withdrawal, within
+    # crt_expiry).
+    owner_expiry: float = 30.0
+    # A new node installs its own subscription once its routing view has held
+    # still for one period, but no sooner than `install_min_delay` and no
+    # later than `install_max_delay` periods after it started: installing
+    # while T-Man is still reshuffling the links re-routes everything each
+    # period (and cascades down every path) for no gain.
+    install_min_delay: float = 2.0
+    install_max_delay: float = 8.0
+    # Entries are kept alive every period by a list of owners; the entries
+    # themselves are re-sent in full this often (periods), which repairs
+    # lost updates without paying for full state every period.
+    full_refresh_every: float = 5.0
     # Caps per attribute: entries per neighbour row, neighbours (rows).
     max_entries_per_row: int = 20000
     max_rows_per_attribute: int = 4096
@@ -137,6 +156,8 @@ class ContentConfig:
             raise ValueError("identifier must be 'subscription' or 'random'")
         if self.crt_expiry <= 1.0:
             raise ValueError("crt_expiry must exceed one period")
+        if self.owner_expiry < self.crt_expiry:
+            raise ValueError("owner_expiry must be at least crt_expiry")
         if self.capacity is not None and self.capacity < 1:
             raise ValueError("capacity must be >= 1")
         if self.balance_load not in ("uninterested", "all"):

@@ -81,6 +81,8 @@ class Content:
         self.pending_move: tuple | None = None  # (new_ident, time)
         self.cooldown_until = 0.0
         self.period_events = 0
+        # desynchronized full re-sends
+        self.next_full = rng.random() * config.full_refresh_every * self.period
         self._view: RouteView | None = None
         self._view_links = None
         self._view_ident = None
@@ -91,6 +93,9 @@ class Content:
         self.view_version = 0
         self.routed_version: dict[tuple[str, Hashable], int] = {}
         self.dirty: set[tuple[str, Hashable]] = set()
+        self.started: float | None = None
+        self.ready = False  # own subscription installed (see install_min_delay)
+        self._last_tick_version = -1
         self.counters = {
             "events_received": 0,
             "events_duplicate": 0,
@@ -152,8 +157,20 @@ class Content:
     def tick(self, now: float) -> None:
         self.period_events = 0
         self._forget_old(now)
+        if not self.ready:
+            if self.started is None:
+                self.started = now - self.period  # first tick: one period after start
+            age = (now - self.started) / self.period
+            self.view()
+            steady = self.view_version == self._last_tick_version
+            if age >= self.config.install_max_delay or (
+                age >= self.config.install_min_delay and steady
+            ):
+                self.ready = True
+            self._last_tick_version = self.view_version
         self._refresh_own()
-        affected = self.crt.expire(now)
+        cfg = self.config
+        affected = self.crt.expire(now, now - cfg.owner_expiry * self.period)
         self.dirty.update(affected)
         # Soft state: everything we forward is re-sent every period, routed
         # with today's links; expired owners are withdrawn.
@@ -163,8 +180,38 @@ class Content:
             pairs.update(dict.fromkeys((attr, o) for o in self.crt.owners(attr)))
         if self.own is not None:
             pairs[(self.own[0], self.address)] = None
-        self._reroute(now, pairs, resend=True)
+        full = now >= self.next_full
+        if full:
+            self.next_full = now + self.config.full_refresh_every * self.period
+        self._reroute(now, pairs, resend=full)
+        if not full:
+            self._send_refreshes(now)
         self._balance(now)
+
+    def _send_refreshes(self, now: float) -> None:
+        by_hop: dict[tuple[Hashable, str], list] = {}
+        for (attr, owner), hops in self.forwarded.items():
+            age = self._owner_age(now, attr, owner)
+            for hop in hops:
+                by_hop.setdefault((hop, attr), []).append((owner, age))
+        me = self.profile
+        for (hop, attr), owners in by_hop.items():
+            self.out.append(Send(hop, m.Refresh(me, attr, tuple(owners))))
+
+    def on_refresh(self, now: float, msg: m.Refresh) -> None:
+        self.overlay.refresh_link(now, msg.profile)
+        row = self.crt.rows.get(msg.attr, {}).get(msg.profile.address)
+        if not row:
+            return
+        expiry = now + self.config.crt_expiry * self.period
+        base = now - self.overlay.transit
+        for owner, age in msg.owners:
+            entry = row.get(owner)
+            if entry is not None:
+                if entry.expiry < expiry:
+                    entry.expiry = expiry
+                if base - age > entry.heard:
+                    entry.heard = base - age
 
     def _forget_old(self, now: float) -> None:
         horizon = now - self.config.dedupe_memory * self.period
@@ -183,7 +230,7 @@ class Content:
         sub = self.profile.subscription
         attr = self.install_attribute()
         before = self.own
-        if sub is None or attr is None:
+        if sub is None or attr is None or not self.ready:
             self.own = None
         elif self.config.rendezvous == "attribute":
             key = attribute_key(attr)
@@ -212,6 +259,12 @@ class Content:
             return None, IntervalSet()
         return self.crt.owner_demand(attr, owner)
 
+    def _owner_age(self, now: float, attr: str, owner: Hashable) -> float:
+        """How long ago the owner itself last vouched for its subscription."""
+        if owner == self.address:
+            return 0.0
+        return max(0.0, now - self.crt.owner_heard(attr, owner))
+
     def _demand_sub(self, attr: str, owner: Hashable) -> Subscription | None:
         if owner == self.address:
             return self.profile.subscription
@@ -236,8 +289,11 @@ class Content:
             if pair not in dirty and routed.get(pair) == version:
                 if resend:  # unchanged demand, unchanged view: re-send as is
                     sub = self._demand_sub(attr, owner)
+                    age = self._owner_age(now, attr, owner)
                     for hop, part in old.items():
-                        installs.setdefault((hop, attr), []).append((owner, sub, part.intervals))
+                        installs.setdefault((hop, attr), []).append(
+                            (owner, sub, part.intervals, age)
+                        )
                 continue
             dirty.discard(pair)
             sub, ranges = self._demand(attr, owner)
@@ -254,9 +310,10 @@ class Content:
                         if not part:
                             continue
                     new[hop] = part
+            age = self._owner_age(now, attr, owner)
             for hop, part in new.items():
                 if resend or old.get(hop) != part:
-                    installs.setdefault((hop, attr), []).append((owner, sub, part.intervals))
+                    installs.setdefault((hop, attr), []).append((owner, sub, part.intervals, age))
             if not new:
                 # The owner's demand is gone: withdraw at once (fast
                 # de-aggregation). A route that merely moved is not
@@ -282,11 +339,12 @@ class Content:
         expiry = now + self.config.crt_expiry * self.period
         changed = []
         me = self.address
-        for owner, sub, intervals in msg.entries:
+        base = now - self.overlay.transit
+        for owner, sub, intervals, age in msg.entries:
             if owner == me:
                 continue
             ranges = IntervalSet.from_intervals(intervals)
-            if self.crt.upsert(msg.attr, sender, owner, sub, ranges, expiry):
+            if self.crt.upsert(msg.attr, sender, owner, sub, ranges, expiry, base - age):
                 changed.append((msg.attr, owner))
                 self.dirty.add((msg.attr, owner))
         if changed:
@@ -477,8 +535,18 @@ class Content:
         moving = arc_set(old, new)
         entries = []
         for attr in self.crt.attributes():
-            for nb, owner, sub, part, expiry in self.crt.entries_in(attr, moving):
-                entries.append((attr, nb, owner, sub, part.intervals, max(0.0, expiry - now)))
+            for nb, owner, sub, part, expiry, heard in self.crt.entries_in(attr, moving):
+                entries.append(
+                    (
+                        attr,
+                        nb,
+                        owner,
+                        sub,
+                        part.intervals,
+                        max(0.0, expiry - now),
+                        max(0.0, now - heard),
+                    )
+                )
         if self.own is not None and self.profile.subscription is not None:
             part = self.own[1] & moving
             if part:
@@ -491,6 +559,7 @@ class Content:
                         self.profile.subscription,
                         part.intervals,
                         ttl,
+                        0.0,
                     )
                 )
         self.rv_keys = deque((t, k) for t, k in self.rv_keys if not moving.contains(k))
@@ -504,11 +573,12 @@ class Content:
         self.pending_move = None
         me = self.address
         affected = {}
-        for attr, nb, owner, sub, intervals, ttl in msg.entries:
+        base = now - self.overlay.transit
+        for attr, nb, owner, sub, intervals, ttl, age in msg.entries:
             if nb == me or owner == me:
                 continue
             ranges = IntervalSet.from_intervals(intervals)
-            self.crt.upsert(attr, nb, owner, sub, ranges, now + ttl)
+            self.crt.upsert(attr, nb, owner, sub, ranges, now + ttl, base - age)
             affected[(attr, owner)] = None
             self.dirty.add((attr, owner))
         old = self.profile.ident

@@ -13,6 +13,7 @@ Pure data structure: it decides, the content layer acts on what it returns.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Iterator, Mapping
 
 from vinifera.ranges import IntervalSet
@@ -24,12 +25,13 @@ class CrtEntry:
     matchable until `old_expiry` (make-before-break: the route that now
     carries them is being built while the old one still delivers)."""
 
-    __slots__ = ("sub", "ranges", "expiry", "old", "old_expiry")
+    __slots__ = ("sub", "ranges", "expiry", "heard", "old", "old_expiry")
 
-    def __init__(self, sub: Subscription, ranges: IntervalSet, expiry: float) -> None:
+    def __init__(self, sub: Subscription, ranges: IntervalSet, expiry: float, heard: float) -> None:
         self.sub = sub
         self.ranges = ranges
-        self.expiry = expiry
+        self.expiry = expiry  # the neighbour must refresh by then
+        self.heard = heard  # freshest evidence from the owner itself (local time)
         self.old: IntervalSet | None = None
         self.old_expiry = 0.0
 
@@ -60,6 +62,7 @@ class Crt:
         sub: Subscription,
         ranges: IntervalSet,
         expiry: float,
+        heard: float,
     ) -> bool:
         """Install or refresh an entry. True when it is new, its subscription
         changed or it asks for keys it did not ask for before (what must be
@@ -76,10 +79,12 @@ class Crt:
             if len(row) >= self.max_entries_per_row:
                 self.refused += 1
                 return False
-            row[owner] = CrtEntry(sub, ranges, expiry)
+            row[owner] = CrtEntry(sub, ranges, expiry, heard)
             self.by_owner.setdefault(attr, {}).setdefault(owner, {})[neighbour] = None
             return True
         entry.expiry = expiry
+        if heard > entry.heard:
+            entry.heard = heard
         if entry.sub == sub and entry.ranges == ranges:
             return False
         before = entry.all_ranges()
@@ -106,15 +111,16 @@ class Crt:
             del owners[owner]
         return True
 
-    def expire(self, now: float) -> list[tuple[str, Hashable]]:
-        """Drop entries not refreshed in time; returns the (attribute, owner)
+    def expire(self, now: float, owner_silent_since: float) -> list[tuple[str, Hashable]]:
+        """Drop entries not refreshed by `now`, or whose owner has not been
+        heard of since `owner_silent_since`; returns the (attribute, owner)
         pairs affected, which the caller re-routes (or withdraws)."""
         dead = []
         shrunk = []
         for attr, by_nb in self.rows.items():
             for nb, row in by_nb.items():
                 for owner, entry in row.items():
-                    if entry.expiry < now:
+                    if entry.expiry < now or entry.heard < owner_silent_since:
                         dead.append((attr, nb, owner))
                     elif entry.old is not None and entry.old_expiry < now:
                         entry.old = None
@@ -149,13 +155,23 @@ class Crt:
         subscription (the freshest entry's)."""
         sub = None
         ranges = IntervalSet()
-        best = -1.0
+        best = -math.inf
         for nb in self.by_owner.get(attr, {}).get(owner, ()):
             entry = self.rows[attr][nb][owner]
             ranges = ranges | entry.all_ranges()
-            if entry.expiry > best:
-                best, sub = entry.expiry, entry.sub
+            if entry.heard > best:
+                best, sub = entry.heard, entry.sub
         return sub, ranges
+
+    def owner_heard(self, attr: str, owner: Hashable) -> float:
+        """Freshest evidence of the owner among its entries (-inf if none)."""
+        best = -math.inf
+        rows = self.rows.get(attr, {})
+        for nb in self.by_owner.get(attr, {}).get(owner, ()):
+            heard = rows[nb][owner].heard
+            if heard > best:
+                best = heard
+        return best
 
     def owners(self, attr: str) -> list[Hashable]:
         return list(self.by_owner.get(attr, {}))
@@ -185,7 +201,7 @@ class Crt:
             for owner, entry in row.items():
                 part = entry.all_ranges() & keys
                 if part:
-                    yield nb, owner, entry.sub, part, entry.expiry
+                    yield nb, owner, entry.sub, part, entry.expiry, entry.heard
 
     def __len__(self) -> int:
         return sum(len(row) for by_nb in self.rows.values() for row in by_nb.values())

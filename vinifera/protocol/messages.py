@@ -101,8 +101,8 @@ OVERLAY_MESSAGES = (
 
 class Install(Message):
     """Subscription entries for one attribute's tree: (owner, subscription,
-    ranges) triples, ranges as ((lo, hi), ...) key intervals. Soft state:
-    re-sent every period, expiring when not."""
+    ranges, age) tuples, ranges as ((lo, hi), ...) key intervals, age the
+    time since the owner itself last vouched for the entry. Soft state."""
 
     __slots__ = ("attr", "entries")
     kind = "install"
@@ -111,6 +111,20 @@ class Install(Message):
         self.profile = profile
         self.attr = attr
         self.entries = entries
+
+
+class Refresh(Message):
+    """These owners' entries, installed earlier, are still wanted: (owner,
+    age) pairs, a cheap keep-alive between full re-sends. Entries not listed
+    are left to expire (a route that moved on)."""
+
+    __slots__ = ("attr", "owners")
+    kind = "refresh"
+
+    def __init__(self, profile: Profile, attr: str, owners: tuple) -> None:
+        self.profile = profile
+        self.attr = attr
+        self.owners = owners
 
 
 class Withdraw(Message):
@@ -171,7 +185,7 @@ class HandoverRequest(Message):
 
 class Handover(Message):
     """CRT entries for the moving keys: (attr, neighbour, owner, subscription,
-    ranges, ttl) tuples."""
+    ranges, ttl, owner age) tuples."""
 
     __slots__ = ("new_ident", "entries")
     kind = "handover"
@@ -182,4 +196,4 @@ class Handover(Message):
         self.entries = entries
 
 
-CONTENT_MESSAGES = (Install, Withdraw, EventMessage, LoadReport, HandoverRequest, Handover)
+CONTENT_MESSAGES = (Install, Refresh, Withdraw, EventMessage, LoadReport, HandoverRequest, Handover)

@@ -64,6 +64,7 @@ class Node:
             m.Pong: self.overlay.on_pong,
             m.Leave: self.overlay.on_leave,
             m.Install: self.content.on_install,
+            m.Refresh: self.content.on_refresh,
             m.Withdraw: self.content.on_withdraw,
             m.EventMessage: self.content.on_event,
             m.LoadReport: self.content.on_load,

@@ -14,6 +14,7 @@ believed. Hence a dead neighbour is gone within `failure_timeout`.
 from __future__ import annotations
 
 import random
+from collections import deque
 from collections.abc import Hashable, Iterable, Sequence
 
 from vinifera.protocol import messages as m
@@ -27,6 +28,7 @@ from vinifera.protocol.tman import (
     PrimaryAttribute,
     draw_small_world_fractions,
     overlap_counts,
+    rank_targets,
     ring_neighbourhood,
     select_friends,
     select_small_world,
@@ -66,6 +68,9 @@ class Overlay:
         self.bootstrap: list[Hashable] = []
         self.joined = False
         self._pool: list[Entry] = []  # candidates of the last reselection
+        # Identifiers seen in Cyclon shuffles: a uniform sample of the ring's
+        # population, for rank-based small-world targets.
+        self.id_sample: deque[int] = deque(maxlen=128)
         self._exchanges = 0
         self.counters = {"suspected": 0, "joins_sent": 0}
         # Called with (now, address) when a neighbour leaves or is suspected,
@@ -165,6 +170,7 @@ class Overlay:
     def on_shuffle_reply(self, now: float, msg: m.ShuffleReply) -> None:
         self._heard_from(now, msg.profile)
         received = self._believable(now, self._decode(now, msg.entries))
+        self.id_sample.extend(e.profile.ident for e in received)
         self.cyclon.finish_shuffle(msg.profile.address, received)
 
     def on_tman(self, now: float, msg: m.TmanRequest) -> None:
@@ -327,7 +333,15 @@ class Overlay:
             # neighbourhood over the number of gaps in it
             span = (succs[-1].profile.ident - preds[-1].profile.ident) % RING_SIZE
             gap = span // (len(succs) + len(preds))
-            targets = small_world_targets(me.ident, gap, self.sw_fractions[:n_sw])
+            # friends already reach our neighbourhood of interest: long links
+            # start beyond the farthest of them
+            for e in friends:
+                d = (e.profile.ident - me.ident) % RING_SIZE
+                gap = max(gap, min(d, RING_SIZE - d))
+            if len(self.id_sample) >= 32:
+                targets = rank_targets(me.ident, self.id_sample, self.sw_fractions[:n_sw])
+            else:  # too few samples yet: identifier distance
+                targets = small_world_targets(me.ident, gap, self.sw_fractions[:n_sw])
             small_world = select_small_world(
                 targets, cands, taken, self.links.small_world, me.ident
             )

@@ -179,6 +179,20 @@ def small_world_targets(my_ident: int, gap: int, fractions: Sequence[float]) -> 
     return [(my_ident + min(RING_MAX, int(math.exp(lo + f * span)))) % RING_SIZE for f in fractions]
 
 
+def rank_targets(my_ident: int, sample: Sequence[int], fractions: Sequence[float]) -> list[int]:
+    """Kleinberg in rank space: identifiers cluster where subscriptions do,
+    so link lengths must be log-uniform in the number of nodes skipped, not
+    in identifier distance. `sample` is a uniform sample of identifiers
+    (Cyclon's); the target of fraction f is the sample member at rank
+    m^f (1-based) clockwise from us."""
+    dists = sorted((x - my_ident) % RING_SIZE for x in sample)
+    dists = [d for d in dists if d]
+    m = len(dists)
+    if not m:
+        return []
+    return [(my_ident + dists[min(m - 1, int(m**f) - 1)]) % RING_SIZE for f in fractions]
+
+
 def select_small_world(
     targets: Sequence[int],
     candidates: Sequence[Entry],
@@ -188,9 +202,9 @@ def select_small_world(
 ) -> list[Entry]:
     """For each target, the untaken candidate closest to it. With `current`
     (the address held per slot, `origin` our identifier), a slot keeps its
-    link while it lies within a quarter of the target's offset (still a link
-    of about the right length, which is all Kleinberg's argument needs) or
-    within twice the best distance: routing tables, and the routes computed
+    link while its offset is within a factor 2 of the target's (a link in the
+    right octave is all Kleinberg's argument needs) or it is within twice the
+    best distance: routing tables, and the routes computed
     from them, then stay put instead of following every sample's noise."""
     chosen: list[Entry] = []
     used = set(taken)
@@ -208,11 +222,15 @@ def select_small_world(
             break
         if current is not None and i < len(current):
             held = by_address.get(current[i])
-            slack = max(2 * best_d, ((target - origin) % RING_SIZE) // 4)
+            want = (target - origin) % RING_SIZE
+            have = (held.profile.ident - origin) % RING_SIZE if held is not None else 0
             if (
                 held is not None
                 and held.profile.address not in used
-                and ring_distance(target, held.profile.ident) <= slack
+                and (
+                    want // 2 <= have <= 2 * want
+                    or ring_distance(target, held.profile.ident) <= 2 * best_d
+                )
             ):
                 best = held
         used.add(best.profile.address)
