@@ -127,8 +127,9 @@ class ContentConfig:
     # Caps per attribute: entries per neighbour row, neighbours (rows).
     max_entries_per_row: int = 20000
     max_rows_per_attribute: int = 4096
-    # An event copy that has travelled this far is dropped (loop guard).
-    max_event_hops: int = 64
+    # An event copy that has travelled this far is dropped: a loop guard, set
+    # far above real paths (a mix without long links can need dozens of hops).
+    max_event_hops: int = 255
     # How long event ids are remembered for duplicate suppression (periods).
     dedupe_memory: float = 30.0
     # Congestion model: at most this many event messages handled per period
