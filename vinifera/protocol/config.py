@@ -112,7 +112,7 @@ class ContentConfig:
     # hop per period, so this must exceed the longest installation path (a
     # loop breaker, not the normal way out: that is the withdrawal, within
     # crt_expiry).
-    owner_expiry: float = 30.0
+    owner_expiry: float = 60.0
     # A new node installs its own subscription once its routing view has held
     # still for one period, but no sooner than `install_min_delay` and no
     # later than `install_max_delay` periods after it started: installing
