@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT="${1:-runs/demo}"
 bash scripts/setup.sh
+mkdir -p "$OUT"
 for system in vinifera baseline; do
     echo "simulating $system ..." >&2
     .venv/bin/vinifera sim run --system "$system" --nodes 300 --rounds 60 --seed 1 \

@@ -7,5 +7,11 @@ PY="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e '.[test]'
+# pip's and setuptools' chatter goes to a log; it is shown only on failure.
+LOG=.venv/install.log
+if ! { .venv/bin/python -m pip install --quiet --upgrade pip &&
+       .venv/bin/python -m pip install --quiet -e '.[test]'; } > "$LOG" 2>&1; then
+    cat "$LOG" >&2
+    echo "setup failed; see above (also in $LOG)" >&2
+    exit 1
+fi
