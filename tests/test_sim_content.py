@@ -58,11 +58,14 @@ def test_vinifera_spreads_the_load_the_baseline_concentrates(pair):
     assert baseline["load_max"] > 0.9  # its rendezvous relays nearly everything
 
 
-def test_vinifera_has_less_overhead_on_skewed_subscriptions(pair):
+def test_vinifera_overhead_against_the_baseline(pair):
     workload, vinifera, baseline = pair
-    if workload != "skewed":
-        pytest.skip("at 200 nodes, random subscriptions give about the baseline's overhead")
-    assert vinifera["traffic_overhead"] < 0.8 * baseline["traffic_overhead"]
+    if workload == "skewed":
+        assert vinifera["traffic_overhead"] < 0.8 * baseline["traffic_overhead"]
+    else:
+        # at 200 nodes random subscriptions give about the baseline's overhead
+        # (as the paper finds at K_f = 0); the gain shows at 1,000 nodes
+        assert vinifera["traffic_overhead"] < 1.1 * baseline["traffic_overhead"]
 
 
 def test_capacity_drops_are_counted_and_hurt_the_baseline_more():
