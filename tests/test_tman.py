@@ -11,8 +11,8 @@ from vinifera.protocol.tman import (
     draw_small_world_fractions,
     friend_utility,
     overlap_counts,
+    ring_neighbourhood,
     select_friends,
-    select_ring,
     select_small_world,
     small_world_targets,
 )
@@ -46,10 +46,10 @@ def e(addr, ident, subscription=None):
         (100, [], None, None),
     ],
 )
-def test_select_ring(me, idents, succ, pred):
-    s, p = select_ring(me, [e(i, i) for i in idents])
-    assert (s and s.profile.ident) == succ
-    assert (p and p.profile.ident) == pred
+def test_ring_neighbourhood_picks_the_ring_links(me, idents, succ, pred):
+    succs, preds = ring_neighbourhood(me, [e(i, i) for i in idents], 1)
+    assert (succs[0].profile.ident if succs else None) == succ
+    assert (preds[0].profile.ident if preds else None) == pred
 
 
 def test_friends_are_the_highest_utility_overlaps():

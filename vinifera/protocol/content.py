@@ -75,7 +75,8 @@ class Content:
         self.own: tuple[str, IntervalSet] | None = None  # own demand: (attr, ranges)
         self.seen: dict[tuple[int, str], int] = {}
         self.seen_at: deque = deque()  # (time, (eid, attr)) for expiry
-        self.delivered: dict[int, float] = {}
+        self.delivered: set[int] = set()
+        self.delivered_at: deque = deque()  # (time, eid) for expiry
         self.rv_keys: deque = deque()  # (time, key): uninterested rendezvous events
         self.succ_report: tuple | None = None  # (address, load, split, time)
         self.pending_move: tuple | None = None  # (new_ident, time)
@@ -218,9 +219,9 @@ class Content:
         seen_at, seen = self.seen_at, self.seen
         while seen_at and seen_at[0][0] < horizon:
             seen.pop(seen_at.popleft()[1], None)
-        if self.delivered:
-            for eid in [e for e, t in self.delivered.items() if t < horizon]:
-                del self.delivered[eid]
+        delivered_at, delivered = self.delivered_at, self.delivered
+        while delivered_at and delivered_at[0][0] < horizon:
+            delivered.discard(delivered_at.popleft()[1])
         window = now - self.config.balance_window * self.period
         while self.rv_keys and self.rv_keys[0][0] < window:
             self.rv_keys.popleft()
@@ -378,14 +379,19 @@ class Content:
             Log(record(now, self.overlay.name, "publish", eid=eid, values=event.to_plain()))
         )
         sub = self.profile.subscription
-        if sub is not None and sub.matches(event.values):
-            self._deliver(now, eid, event, None, 0)
         interested = sub is not None and sub.matches(event.values)
+        if interested:
+            self._deliver(now, eid, event, None, 0)
         for attr, key in self.event_keys(event):
             _, rv = self._handle(now, eid, event, attr, key, 0, True, None)
-            if rv and (not interested or self.config.balance_load == "all"):
-                self.rv_keys.append((now, key))
+            if rv:
+                self._note_rendezvous(now, key, interested)
         return eid
+
+    def _note_rendezvous(self, now: float, key: int, interested: bool) -> None:
+        """Count an event toward the balancing load (see balance_load)."""
+        if not interested or self.config.balance_load == "all":
+            self.rv_keys.append((now, key))
 
     def on_event(self, now: float, msg: m.EventMessage) -> None:
         self.overlay.refresh_link(now, msg.profile)
@@ -430,8 +436,8 @@ class Content:
                 msg.profile.address,
                 state,
             )
-            if rv and (not interested or self.config.balance_load == "all"):
-                self.rv_keys.append((now, msg.key))
+            if rv:
+                self._note_rendezvous(now, msg.key, interested)
         self.out.append(
             Log(
                 record(
@@ -486,7 +492,8 @@ class Content:
         return len(targets), rv
 
     def _deliver(self, now: float, eid: int, event: Event, attr: str | None, hops: int) -> None:
-        self.delivered[eid] = now
+        self.delivered.add(eid)
+        self.delivered_at.append((now, eid))
         self.counters["events_delivered"] += 1
         self.out.append(Deliver(event, {"eid": eid, "hops": hops, "attr": attr}))
         self.out.append(Log(record(now, self.overlay.name, "deliver", eid=eid, hops=hops)))

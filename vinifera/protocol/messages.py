@@ -83,19 +83,6 @@ class Leave(Message):
     kind = "leave"
 
 
-OVERLAY_MESSAGES = (
-    Join,
-    JoinReply,
-    Shuffle,
-    ShuffleReply,
-    TmanRequest,
-    TmanReply,
-    Ping,
-    Pong,
-    Leave,
-)
-
-
 # ------------------------------------------------------------------ content layer
 
 
@@ -194,6 +181,3 @@ class Handover(Message):
         self.profile = profile
         self.new_ident = new_ident
         self.entries = entries
-
-
-CONTENT_MESSAGES = (Install, Refresh, Withdraw, EventMessage, LoadReport, HandoverRequest, Handover)

@@ -66,7 +66,6 @@ class Overlay:
         n_offsets = config.small_world + (config.friends if config.lend_unused_friend_slots else 0)
         self.sw_fractions = draw_small_world_fractions(n_offsets, rng)
         self.bootstrap: list[Hashable] = []
-        self.joined = False
         self._pool: list[Entry] = []  # candidates of the last reselection
         # Identifiers seen in Cyclon shuffles: a uniform sample of the ring's
         # population, for rank-based small-world targets.
@@ -81,9 +80,7 @@ class Overlay:
 
     def start(self, now: float, bootstrap: Sequence[Hashable]) -> None:
         self.bootstrap = [a for a in bootstrap if a != self.profile.address]
-        if not self.bootstrap:
-            self.joined = True  # the first node of a new overlay
-        else:
+        if self.bootstrap:  # else: the first node of a new overlay
             self._send_joins()
 
     def leave(self, now: float) -> None:
@@ -156,7 +153,6 @@ class Overlay:
         received = self._believable(now, self._decode(now, msg.entries))
         self.cyclon.merge(received, [])
         self.cyclon.insert(entry)
-        self.joined = True
         self._stash(received)
         self._reselect(now, self._candidates(now, True))
 
@@ -203,10 +199,6 @@ class Overlay:
             self.peer_gone(now, addr)
 
     # ----------------------------------------------------------------- evidence
-
-    def heard_from(self, now: float, profile: Profile) -> None:
-        """Direct evidence from any layer's message (content messages too)."""
-        self._heard_from(now, profile)
 
     def refresh_link(self, now: float, profile: Profile) -> None:
         """Cheap evidence from a content message: refresh the link if it is

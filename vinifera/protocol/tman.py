@@ -47,32 +47,9 @@ class Links:
         """Distinct link entries: ring first, then friends, then small-world."""
         return list(self.by_address.values())
 
-    def entry(self, address) -> Entry | None:
-        return self.by_address.get(address)
-
-    def addresses(self) -> list:
-        return list(self.by_address)
-
     def shape(self) -> tuple:
         """A comparable summary, to detect changes worth logging."""
         return (self.succ, self.pred, self.friends, self.small_world)
-
-
-def select_ring(my_ident: int, candidates: Iterable[Entry]) -> tuple[Entry | None, Entry | None]:
-    """Closest identifier clockwise (successor) and counter-clockwise
-    (predecessor). A candidate with our own identifier counts as farthest."""
-    succ = pred = None
-    best_s = best_p = RING_SIZE
-    for e in candidates:
-        cw = (e.profile.ident - my_ident) % RING_SIZE
-        if cw == 0:
-            continue
-        if cw < best_s:
-            best_s, succ = cw, e
-        ccw = RING_SIZE - cw
-        if ccw < best_p:
-            best_p, pred = ccw, e
-    return succ, pred
 
 
 def ring_neighbourhood(
