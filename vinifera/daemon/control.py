@@ -1,0 +1,160 @@
+"""The local control endpoint of a running node, and its client.
+
+ADDR is a Unix socket path (anything containing '/'), or HOST:PORT on a
+loopback address: the endpoint is unauthenticated, so it is never offered
+to the network. Protocol: one JSON object per line each way.
+
+    {"op": "publish", "values": {"temp": 3.5}}  -> {"ok": true, "result": {"eid": ...}}
+    {"op": "subscribe", "expr": "temp in [0, 5]"}  (null unsubscribes)
+    {"op": "status"}
+Errors come back as {"ok": false, "error": "..."}; the node keeps running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import os
+import socket
+import stat
+from pathlib import Path
+
+import trio
+
+from vinifera.errors import ViniferaError
+
+MAX_REQUEST = 1 << 16
+
+
+class ControlError(ViniferaError):
+    """The control endpoint could not be reached or refused the request."""
+
+
+def is_unix(addr: str) -> bool:
+    return "/" in addr
+
+
+def parse_tcp(addr: str) -> tuple[str, int]:
+    host, sep, port = addr.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise ControlError(f"bad control address {addr!r}: a socket path or HOST:PORT")
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if not loopback:
+        raise ControlError(f"control address {addr!r} must be on a loopback address")
+    return host, int(port)
+
+
+# ----------------------------------------------------------------- server
+
+
+async def _handle(runner, request: dict) -> dict:
+    op = request.get("op")
+    if op == "publish":
+        values = request.get("values")
+        if not isinstance(values, dict):
+            raise ControlError("publish needs 'values': an object attribute -> value")
+        return {"eid": await runner.publish(values)}
+    if op == "subscribe":
+        expr = request.get("expr")
+        if expr is not None and not isinstance(expr, str):
+            raise ControlError("subscribe needs 'expr': an expression string or null")
+        sub = await runner.subscribe(expr)
+        return {"subscription": None if sub is None else str(sub)}
+    if op == "status":
+        return runner.status()
+    raise ControlError(f"unknown op {op!r} (publish, subscribe, status)")
+
+
+async def _serve_stream(runner, stream: trio.abc.Stream) -> None:
+    with contextlib.suppress(trio.BrokenResourceError):  # the client went away
+        await _converse(runner, stream)
+
+
+async def _converse(runner, stream: trio.abc.Stream) -> None:
+    buf = b""
+    async with stream:
+        while True:
+            chunk = await stream.receive_some(MAX_REQUEST)
+            if not chunk:
+                return
+            buf += chunk
+            if len(buf) > MAX_REQUEST and b"\n" not in buf:
+                await stream.send_all(b'{"ok":false,"error":"request too long"}\n')
+                return
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                try:
+                    request = json.loads(line)
+                    if not isinstance(request, dict):
+                        raise ControlError("a request is a JSON object")
+                    reply = {"ok": True, "result": await _handle(runner, request)}
+                except (ValueError, RuntimeError) as err:  # bad JSON, ViniferaError, not running
+                    reply = {"ok": False, "error": str(err)}
+                await stream.send_all(json.dumps(reply).encode() + b"\n")
+
+
+async def serve_control(runner, addr: str, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """Serve until cancelled; `task_status.started(address)` once listening."""
+    if is_unix(addr):
+        path = Path(addr)
+        if path.exists() or path.is_symlink():
+            if not stat.S_ISSOCK(path.lstat().st_mode):
+                raise ControlError(f"{addr} exists and is not a socket; refusing to replace it")
+            path.unlink()  # a stale socket of an earlier run
+        sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        await sock.bind(str(path))
+        os.chmod(path, 0o600)  # only our user may drive the node
+        sock.listen(16)
+        listeners = [trio.SocketListener(sock)]
+        bound = str(path)
+    else:
+        host, port = parse_tcp(addr)
+        listeners = await trio.open_tcp_listeners(port, host=host)
+        bound = f"{host}:{listeners[0].socket.getsockname()[1]}"
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(trio.serve_listeners, lambda s: _serve_stream(runner, s), listeners)
+            task_status.started(bound)
+    finally:
+        if is_unix(addr):
+            Path(addr).unlink(missing_ok=True)
+
+
+# ----------------------------------------------------------------- client
+
+
+def request(addr: str, payload: dict, timeout: float = 10.0) -> dict:
+    """Send one request to a running node (blocking); returns its result or
+    raises ControlError with the node's message."""
+    try:
+        if is_unix(addr):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            target = addr
+        else:
+            host, port = parse_tcp(addr)
+            sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+            target = (host, port)
+        with sock:
+            sock.settimeout(timeout)
+            sock.connect(target)
+            sock.sendall(json.dumps(payload).encode() + b"\n")
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = sock.recv(1 << 16)
+                if not chunk:
+                    break
+                data += chunk
+    except OSError as err:
+        raise ControlError(f"cannot reach the node at {addr}: {err.strerror or err}") from None
+    try:
+        reply = json.loads(data)
+    except ValueError:
+        raise ControlError(f"no valid reply from {addr}") from None
+    if not reply.get("ok"):
+        raise ControlError(reply.get("error", "request failed"))
+    return reply["result"]

@@ -1,0 +1,98 @@
+"""What one daemon needs to run, validated once, and how it maps onto the
+protocol configuration."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from vinifera.errors import ViniferaError
+from vinifera.protocol.config import BASELINE_CONTENT, ContentConfig, OverlayConfig
+from vinifera.schema import Schema
+from vinifera.subscription import Subscription
+from vinifera.wire import NetworkKey, format_address, parse_address
+
+WILDCARDS = ("0.0.0.0", "::")
+
+
+@dataclass(frozen=True)
+class NodeSettings:
+    # The swarm's attribute schema (every node must share it).
+    schema: Schema
+    # Where the UDP socket binds; port 0 picks a free port.
+    listen: str = "127.0.0.1:0"
+    # The address peers reach us at; defaults to the listen address (which
+    # then must not be a wildcard). Peers check datagrams come from it.
+    advertise: str | None = None
+    # Any live nodes of the swarm; none for the first node.
+    bootstrap: tuple[str, ...] = ()
+    subscription: Subscription | None = None
+    # JSON-lines node log (docs/logs.md); appended to, so restarts add sessions.
+    log_file: Path | None = None
+    # Local control endpoint: a Unix socket path, or HOST:PORT (loopback TCP).
+    control: str | None = None
+    network_key: NetworkKey | None = None
+    # Gossip period in seconds; the overlay's timeouts scale with it.
+    period: float = 1.0
+    # Seed of the node's random generator (None: from the OS).
+    seed: int | None = None
+    # Per-peer datagram budget: sustained rate (per second) and burst.
+    peer_rate: float = 500.0
+    peer_burst: float = 1000.0
+    # Routing links beyond the two ring links.
+    friends: int = 4
+    small_world: int = 4
+    # "vinifera" or "baseline" (the paper's comparison system).
+    system: str = "vinifera"
+    # Deliveries buffered for the application before the oldest are dropped.
+    delivery_buffer: int = 10_000
+
+    def __post_init__(self) -> None:
+        try:
+            parse_address(self.listen, allow_any_port=True)
+            if self.advertise is not None:
+                parse_address(self.advertise)
+            for b in self.bootstrap:
+                parse_address(b)
+        except ValueError as err:
+            raise ViniferaError(str(err)) from None
+        if self.period <= 0:
+            raise ViniferaError("period must be positive")
+        if self.system not in ("vinifera", "baseline"):
+            raise ViniferaError("system must be 'vinifera' or 'baseline'")
+        if self.friends < 0 or self.small_world < 0:
+            raise ViniferaError("friends and small_world must be >= 0")
+        if self.peer_rate <= 0 or self.peer_burst < 1:
+            raise ViniferaError("peer_rate must be > 0 and peer_burst >= 1")
+        host, _ = parse_address(self.listen, allow_any_port=True)
+        if self.advertise is None and host in WILDCARDS:
+            raise ViniferaError(
+                f"listening on {self.listen}: give --advertise HOST:PORT, the address peers "
+                "reach this node at"
+            )
+
+    def advertised_address(self, bound_port: int) -> str:
+        if self.advertise is not None:
+            return format_address(*parse_address(self.advertise))
+        host, _ = parse_address(self.listen, allow_any_port=True)
+        return format_address(host, bound_port)
+
+    def overlay_config(self) -> OverlayConfig:
+        p = self.period
+        if self.system == "baseline":
+            friends, small_world = 0, 8
+        else:
+            friends, small_world = self.friends, self.small_world
+        # The simulator's defaults are in periods of 1 s: keep their ratios.
+        return OverlayConfig(
+            period=p,
+            probe_after=2 * p,
+            failure_timeout=5 * p,
+            departed_memory=10 * p,
+            transit_allowance=min(0.1, p / 4),
+            friends=friends,
+            small_world=small_world,
+        )
+
+    def content_config(self) -> ContentConfig:
+        return BASELINE_CONTENT if self.system == "baseline" else ContentConfig()

@@ -1,0 +1,513 @@
+"""The wire format: protocol messages as msgpack datagrams, and back.
+
+Layout of one datagram (see docs/protocol.md, "Wire format"):
+
+    [MAC (16 bytes, only with a network key)] msgpack([version, kind, profile, *fields])
+
+`decode_untrusted` is the only function that turns bytes from the network
+into a message. It checks the size first, then the MAC, then parses with
+msgpack's own limits (no maps, no binary, no extension types, bounded
+strings and arrays), then validates every field: types exact (a bool is not
+an int), integers in range, floats finite, lengths capped, attributes and
+values against the schema. Anything wrong raises `WireError` and nothing
+else; its `reason` names the check that failed, for the drop counters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import msgpack
+
+from vinifera.errors import SchemaError, ViniferaError
+from vinifera.protocol import messages as m
+from vinifera.protocol.profile import Profile
+from vinifera.ring import RING_MAX
+from vinifera.schema import Schema
+from vinifera.subscription import Event, Subscription
+
+WIRE_VERSION = 1
+# UDP on IPv4 carries at most 65,507 payload bytes; stay clear of it.
+MAX_DATAGRAM = 60_000
+MAC_SIZE = 16
+# Caps on what one datagram may carry. They bound the work one datagram can
+# cause, and sit well above what an honest node sends (view 20, T-Man 24).
+MAX_GOSSIP_ENTRIES = 64
+MAX_CONTENT_ENTRIES = 2_000
+MAX_INTERVALS = 64
+MAX_ADDRESS_LEN = 64
+MAX_STRING = 1_024
+MAX_AGE = 1e7  # seconds; ages beyond this are nonsense, not old news
+MAX_HOPS = 1_024
+MAX_LOAD = 1e9
+EID_LIMIT = 1 << 63
+SEQ_LIMIT = 1 << 63
+
+_UNPACK_LIMITS = {
+    "use_list": False,
+    "raw": False,
+    "strict_map_key": True,
+    "max_bin_len": 0,
+    "max_ext_len": 0,
+    "max_map_len": 0,
+    "max_str_len": MAX_STRING,
+    "max_array_len": MAX_CONTENT_ENTRIES,
+}
+
+
+class WireError(ViniferaError):
+    """Bytes from the network that are not a valid message. `reason` is a
+    short category (size, mac, msgpack, version, kind, field) for counters."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        self.reason = reason
+        super().__init__(f"{reason}: {detail}")
+
+    def __reduce__(self):
+        return (type(self), (self.reason, str(self).partition(": ")[2]))
+
+
+class OversizeError(ViniferaError):
+    """A message that cannot be sent in one datagram and cannot be split."""
+
+
+# ---------------------------------------------------------------- network key
+
+
+class NetworkKey:
+    """A shared secret: every datagram carries a keyed BLAKE2b tag of its
+    payload. The file may hold any bytes (16 or more, surrounding whitespace
+    ignored); they are hashed into a 32-byte BLAKE2b key."""
+
+    __slots__ = ("_key",)
+
+    MIN_SECRET = 16
+
+    def __init__(self, secret: bytes) -> None:
+        secret = secret.strip()
+        if len(secret) < self.MIN_SECRET:
+            raise ViniferaError(
+                f"network key too short: {len(secret)} bytes (need at least {self.MIN_SECRET})"
+            )
+        self._key = hashlib.blake2b(secret, digest_size=32, person=b"vinifera-netkey").digest()
+
+    @classmethod
+    def load(cls, path: str | Path) -> NetworkKey:
+        try:
+            data = Path(path).read_bytes()
+        except OSError as err:
+            raise ViniferaError(f"cannot read network key file {path}: {err.strerror}") from None
+        try:
+            return cls(data)
+        except ViniferaError as err:
+            raise ViniferaError(f"{path}: {err}") from None
+
+    def tag(self, payload: bytes) -> bytes:
+        return hashlib.blake2b(payload, key=self._key, digest_size=MAC_SIZE).digest()
+
+    def __repr__(self) -> str:
+        return "NetworkKey(<secret>)"
+
+
+# ---------------------------------------------------------------- addresses
+
+
+def parse_address(text: str, allow_any_port: bool = False) -> tuple[str, int]:
+    """'host:port' (IPv4) or '[v6]:port' to a (host, port) socket address.
+    Only IP literals: a node must never resolve names that peers send it.
+    Port 0 ("any free port") only where a socket is bound, with allow_any_port."""
+    if not isinstance(text, str) or not 3 <= len(text) <= MAX_ADDRESS_LEN:
+        raise ValueError(f"bad address {text!r:.80}: expected HOST:PORT")
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not port_text.isdigit() or len(port_text) > 5:
+        raise ValueError(f"bad address {text!r}: expected HOST:PORT")
+    port = int(port_text)
+    if not (0 if allow_any_port else 1) <= port <= 65535:
+        raise ValueError(f"bad address {text!r}: port must be 1-65535")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        raise ValueError(f"bad address {text!r}: host must be an IP address") from None
+    return str(ip), port
+
+
+def format_address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+# ---------------------------------------------------------------- encoding
+
+_KINDS: dict[type, int] = {
+    m.Join: 1,
+    m.JoinReply: 2,
+    m.Shuffle: 3,
+    m.ShuffleReply: 4,
+    m.TmanRequest: 5,
+    m.TmanReply: 6,
+    m.Ping: 7,
+    m.Pong: 8,
+    m.Leave: 9,
+    m.Install: 10,
+    m.Refresh: 11,
+    m.Withdraw: 12,
+    m.EventMessage: 13,
+    m.LoadReport: 14,
+    m.HandoverRequest: 15,
+    m.Handover: 16,
+}
+
+
+def _profile(p: Profile) -> list:
+    sub = p.subscription
+    return [p.address, p.ident, p.seq, None if sub is None else sub.to_plain()]
+
+
+def _plain_sub(sub: Subscription | None):
+    return None if sub is None else sub.to_plain()
+
+
+def _fields(msg: m.Message) -> list:
+    t = type(msg)
+    if t in (m.JoinReply, m.Shuffle, m.ShuffleReply, m.TmanRequest, m.TmanReply):
+        return [[[_profile(p), float(age)] for p, age in msg.entries]]
+    if t is m.Install:
+        return [
+            msg.attr,
+            [
+                [o, _plain_sub(s), [list(iv) for iv in ivs], float(a)]
+                for o, s, ivs, a in msg.entries
+            ],
+        ]
+    if t is m.Refresh:
+        return [msg.attr, [[o, float(a)] for o, a in msg.owners]]
+    if t is m.Withdraw:
+        return [msg.attr, list(msg.owners)]
+    if t is m.EventMessage:
+        return [msg.eid, msg.event.to_plain(), msg.attr, msg.key, msg.hops, msg.up]
+    if t is m.LoadReport:
+        return [float(msg.load), msg.split]
+    if t is m.HandoverRequest:
+        return [msg.new_ident]
+    if t is m.Handover:
+        return [
+            msg.new_ident,
+            [
+                [a, nb, o, _plain_sub(s), [list(iv) for iv in ivs], float(ttl), float(age)]
+                for a, nb, o, s, ivs, ttl, age in msg.entries
+            ],
+        ]
+    return []  # Join, Ping, Pong, Leave: the profile says it all
+
+
+def encode(msg: m.Message, key: NetworkKey | None = None) -> bytes:
+    """One message as one datagram (may exceed MAX_DATAGRAM: see encode_datagrams)."""
+    payload = msgpack.packb(
+        [WIRE_VERSION, _KINDS[type(msg)], _profile(msg.profile), *_fields(msg)],
+        use_bin_type=True,
+    )
+    return payload if key is None else key.tag(payload) + payload
+
+
+def _halves(msg: m.Message) -> tuple[m.Message, m.Message] | None:
+    """Split a message too big for one datagram, where its meaning allows:
+    content entries are independent upserts; gossip samples can lose half."""
+    t = type(msg)
+    if t is m.Install and len(msg.entries) > 1:
+        k = len(msg.entries) // 2
+        return (m.Install(msg.profile, msg.attr, msg.entries[:k]),
+                m.Install(msg.profile, msg.attr, msg.entries[k:]))  # fmt: skip
+    if t in (m.Refresh, m.Withdraw) and len(msg.owners) > 1:
+        k = len(msg.owners) // 2
+        return t(msg.profile, msg.attr, msg.owners[:k]), t(msg.profile, msg.attr, msg.owners[k:])
+    return None
+
+
+def encode_datagrams(msg: m.Message, key: NetworkKey | None = None) -> list[bytes]:
+    """The message as datagrams of at most MAX_DATAGRAM bytes: content
+    updates are split, gossip samples truncated; a Handover (all or nothing)
+    or a single oversized entry raises OversizeError."""
+    data = encode(msg, key)
+    if len(data) <= MAX_DATAGRAM:
+        return [data]
+    parts = _halves(msg)
+    if parts is not None:
+        return encode_datagrams(parts[0], key) + encode_datagrams(parts[1], key)
+    entries = getattr(msg, "entries", ())
+    if type(msg) in _GOSSIP and len(entries) > 1:
+        return encode_datagrams(type(msg)(msg.profile, entries[: len(entries) // 2]), key)
+    raise OversizeError(f"{type(msg).__name__} of {len(data)} bytes does not fit a datagram")
+
+
+# ---------------------------------------------------------------- decoding
+
+
+def _fail(detail: str) -> WireError:
+    return WireError("field", detail)
+
+
+def _int(x, lo: int, hi: int, what: str) -> int:
+    if type(x) is not int or not lo <= x <= hi:
+        raise _fail(f"{what} must be an integer in [{lo}, {hi}], got {x!r:.40}")
+    return x
+
+
+def _float(x, lo: float, hi: float, what: str) -> float:
+    if type(x) is int:
+        x = float(x)
+    elif type(x) is not float or x != x or x in (math.inf, -math.inf):
+        raise _fail(f"{what} must be a finite number, got {x!r:.40}")
+    if not lo <= x <= hi:
+        raise _fail(f"{what} out of range [{lo}, {hi}]: {x!r}")
+    return x
+
+
+def _array(x, max_len: int, what: str, exact: int | None = None) -> tuple:
+    if type(x) is not tuple:
+        raise _fail(f"{what} must be an array, got {type(x).__name__}")
+    if len(x) > max_len or (exact is not None and len(x) != exact):
+        raise _fail(f"{what} has {len(x)} items")
+    return x
+
+
+def _address(x) -> str:
+    if type(x) is not str:
+        raise _fail(f"address must be a string, got {x!r:.40}")
+    try:
+        host, port = parse_address(x)
+    except ValueError as err:
+        raise _fail(str(err)) from None
+    if format_address(host, port) != x:
+        raise _fail(f"address {x!r} is not in canonical form")
+    return x
+
+
+def _ring(x, what: str) -> int:
+    return _int(x, 0, RING_MAX, what)
+
+
+def _attr(x, schema: Schema) -> str:
+    if type(x) is not str or x not in schema:
+        raise _fail(f"unknown attribute {x!r:.40}")
+    return x
+
+
+def _intervals(x) -> tuple:
+    out = []
+    for iv in _array(x, MAX_INTERVALS, "ranges"):
+        lo, hi = _array(iv, 2, "interval", exact=2)
+        lo, hi = _ring(lo, "interval bound"), _ring(hi, "interval bound")
+        if lo > hi:
+            raise _fail(f"inverted interval [{lo}, {hi}]")
+        out.append((lo, hi))
+    if not out:
+        raise _fail("empty ranges")
+    return tuple(out)
+
+
+class _Reader:
+    """Field validators bound to one schema (subscriptions and events are
+    checked against it)."""
+
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema
+        self.n_attrs = len(schema)
+
+    def sub(self, x) -> Subscription | None:
+        if x is None:
+            return None
+        _array(x, self.n_attrs, "subscription")
+        try:
+            return Subscription.from_plain(self.schema, x)
+        except SchemaError as err:
+            raise _fail(f"subscription: {err}") from None
+
+    def required_sub(self, x) -> Subscription:
+        sub = self.sub(x)
+        if sub is None:
+            raise _fail("subscription missing")
+        return sub
+
+    def event(self, x) -> Event:
+        _array(x, self.n_attrs, "event")
+        try:
+            return Event.from_plain(self.schema, x)
+        except SchemaError as err:
+            raise _fail(f"event: {err}") from None
+
+    def profile(self, x) -> Profile:
+        address, ident, seq, sub = _array(x, 4, "profile", exact=4)
+        return Profile(
+            _address(address),
+            _ring(ident, "identifier"),
+            self.sub(sub),
+            _int(seq, 0, SEQ_LIMIT, "seq"),
+        )
+
+    def gossip(self, fields, cls):
+        (raw,) = fields
+        entries = []
+        for pair in _array(raw, MAX_GOSSIP_ENTRIES, "entries"):
+            p, age = _array(pair, 2, "entry", exact=2)
+            entries.append((self.profile(p), _float(age, 0.0, MAX_AGE, "age")))
+        return lambda prof: cls(prof, tuple(entries))
+
+
+def _arity(n: int):
+    def check(fields: tuple) -> tuple:
+        if len(fields) != n:
+            raise _fail(f"expected {n} fields, got {len(fields)}")
+        return fields
+
+    return check
+
+
+def _read_install(r: _Reader, f: tuple):
+    attr, raw = _arity(2)(f)
+    attr = _attr(attr, r.schema)
+    entries = []
+    for e in _array(raw, MAX_CONTENT_ENTRIES, "entries"):
+        owner, sub, ivs, age = _array(e, 4, "install entry", exact=4)
+        entries.append(
+            (_address(owner), r.required_sub(sub), _intervals(ivs), _float(age, 0, MAX_AGE, "age"))
+        )
+    return lambda p: m.Install(p, attr, tuple(entries))
+
+
+def _read_refresh(r: _Reader, f: tuple):
+    attr, raw = _arity(2)(f)
+    attr = _attr(attr, r.schema)
+    owners = []
+    for e in _array(raw, MAX_CONTENT_ENTRIES, "owners"):
+        owner, age = _array(e, 2, "refresh entry", exact=2)
+        owners.append((_address(owner), _float(age, 0, MAX_AGE, "age")))
+    return lambda p: m.Refresh(p, attr, tuple(owners))
+
+
+def _read_withdraw(r: _Reader, f: tuple):
+    attr, raw = _arity(2)(f)
+    attr = _attr(attr, r.schema)
+    owners = tuple(_address(o) for o in _array(raw, MAX_CONTENT_ENTRIES, "owners"))
+    return lambda p: m.Withdraw(p, attr, owners)
+
+
+def _read_event(r: _Reader, f: tuple):
+    eid, values, attr, key, hops, up = _arity(6)(f)
+    eid = _int(eid, 0, EID_LIMIT - 1, "event id")
+    event = r.event(values)
+    attr = _attr(attr, r.schema)
+    if attr not in event.values:
+        raise _fail(f"event copy for {attr!r} but the event has no value for it")
+    key = _ring(key, "key")
+    hops = _int(hops, 0, MAX_HOPS, "hops")
+    if type(up) is not bool:
+        raise _fail("up must be a boolean")
+    return lambda p: m.EventMessage(p, eid, event, attr, key, hops, up)
+
+
+def _read_load(r: _Reader, f: tuple):
+    load, split = _arity(2)(f)
+    load = _float(load, 0.0, MAX_LOAD, "load")
+    split = None if split is None else _ring(split, "split")
+    return lambda p: m.LoadReport(p, load, split)
+
+
+def _read_handover_request(r: _Reader, f: tuple):
+    (new,) = _arity(1)(f)
+    new = _ring(new, "new identifier")
+    return lambda p: m.HandoverRequest(p, new)
+
+
+def _read_handover(r: _Reader, f: tuple):
+    new, raw = _arity(2)(f)
+    new = _ring(new, "new identifier")
+    entries = []
+    for e in _array(raw, MAX_CONTENT_ENTRIES, "entries"):
+        attr, nb, owner, sub, ivs, ttl, age = _array(e, 7, "handover entry", exact=7)
+        entries.append(
+            (
+                _attr(attr, r.schema),
+                _address(nb),
+                _address(owner),
+                r.required_sub(sub),
+                _intervals(ivs),
+                _float(ttl, 0.0, MAX_AGE, "ttl"),
+                _float(age, 0.0, MAX_AGE, "age"),
+            )
+        )
+    return lambda p: m.Handover(p, new, tuple(entries))
+
+
+def _read_bare(cls):
+    def read(r: _Reader, f: tuple):
+        _arity(0)(f)
+        return cls
+
+    return read
+
+
+def _read_gossip(cls):
+    def read(r: _Reader, f: tuple):
+        return r.gossip(_arity(1)(f), cls)
+
+    return read
+
+
+_GOSSIP = (m.JoinReply, m.Shuffle, m.ShuffleReply, m.TmanRequest, m.TmanReply)
+
+_READERS: dict[int, Callable] = {
+    _KINDS[m.Join]: _read_bare(m.Join),
+    _KINDS[m.Ping]: _read_bare(m.Ping),
+    _KINDS[m.Pong]: _read_bare(m.Pong),
+    _KINDS[m.Leave]: _read_bare(m.Leave),
+    **{_KINDS[c]: _read_gossip(c) for c in _GOSSIP},
+    _KINDS[m.Install]: _read_install,
+    _KINDS[m.Refresh]: _read_refresh,
+    _KINDS[m.Withdraw]: _read_withdraw,
+    _KINDS[m.EventMessage]: _read_event,
+    _KINDS[m.LoadReport]: _read_load,
+    _KINDS[m.HandoverRequest]: _read_handover_request,
+    _KINDS[m.Handover]: _read_handover,
+}
+
+
+class Decoder:
+    """Decodes datagrams for one swarm (its schema and optional key)."""
+
+    def __init__(self, schema: Schema, key: NetworkKey | None = None) -> None:
+        self.key = key
+        self._reader = _Reader(schema)
+
+    def decode_untrusted(self, data: bytes) -> m.Message:
+        """Bytes from the network to a message, or WireError. Never anything else."""
+        if type(data) is not bytes:
+            raise WireError("size", f"expected bytes, got {type(data).__name__}")
+        if not 1 <= len(data) <= MAX_DATAGRAM:
+            raise WireError("size", f"{len(data)} bytes")
+        if self.key is not None:
+            if len(data) <= MAC_SIZE:
+                raise WireError("mac", "too short for a tag")
+            tag, data = data[:MAC_SIZE], data[MAC_SIZE:]
+            if not hmac.compare_digest(tag, self.key.tag(data)):
+                raise WireError("mac", "tag does not verify")
+        try:
+            top = msgpack.unpackb(data, **_UNPACK_LIMITS)
+        except ValueError as err:  # msgpack's errors are all ValueErrors
+            raise WireError("msgpack", str(err)[:80]) from None
+        if type(top) is not tuple or len(top) < 3:
+            raise WireError("msgpack", "not a message array")
+        version, kind = top[0], top[1]
+        if version != WIRE_VERSION or type(version) is not int:
+            raise WireError("version", f"unsupported wire version {version!r:.20}")
+        reader = _READERS.get(kind) if type(kind) is int else None
+        if reader is None:
+            raise WireError("kind", f"unknown message kind {kind!r:.20}")
+        profile = self._reader.profile(top[2])
+        build = reader(self._reader, top[3:])
+        return build(profile)
