@@ -52,5 +52,273 @@ def check(schema_path: Path, expression: str | None) -> None:
         sys.exit(2)
 
 
+# ----------------------------------------------------------------- the daemon
+
+CONFIG_HELP = (
+    "TOML file of option defaults: keys named like the options with '_' for '-' "
+    "(listen, bootstrap = [...], schema, subscribe, ...), at top level or in a [node] "
+    "table. Command-line options override environment variables, which override it."
+)
+
+
+def _load_config(ctx: click.Context, param: click.Parameter, value: Path | None) -> None:
+    if value is None:
+        return
+    import tomllib
+
+    try:
+        data = tomllib.loads(value.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        raise click.BadParameter(f"cannot read {value}: {err}") from None
+    except tomllib.TOMLDecodeError as err:
+        raise click.BadParameter(f"{value}: {err}") from None
+    data = data.get("node", data)
+    # Settings are named like the options; click keys defaults by parameter name.
+    names = {
+        opt.lstrip("-").replace("-", "_"): p.name
+        for p in ctx.command.params
+        if p.name != "config"
+        for opt in p.opts
+        if opt.startswith("--")
+    }
+    unknown = sorted(set(data) - set(names))
+    if unknown:
+        raise click.BadParameter(
+            f"{value}: unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(names))})"
+        )
+    ctx.default_map = {**(ctx.default_map or {}), **{names[k]: v for k, v in data.items()}}
+
+
+@main.command("run")
+@click.option(
+    "--config",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    is_eager=True,
+    expose_value=False,
+    callback=_load_config,
+    help=CONFIG_HELP,
+)
+@click.option(
+    "--listen",
+    default="127.0.0.1:7000",
+    show_default=True,
+    envvar="VINIFERA_LISTEN",
+    show_envvar=True,
+    help="UDP address to bind (IP:PORT; port 0 picks a free one).",
+)
+@click.option(
+    "--advertise",
+    envvar="VINIFERA_ADVERTISE",
+    show_envvar=True,
+    help="Address peers reach this node at (default: the listen address; "
+    "required when listening on 0.0.0.0).",
+)
+@click.option(
+    "--bootstrap",
+    multiple=True,
+    envvar="VINIFERA_BOOTSTRAP",
+    show_envvar=True,
+    help="IP:PORT of a live node to join through (repeatable; none starts a new overlay).",
+)
+@click.option(
+    "--schema",
+    "schema_path",
+    required=True,
+    envvar="VINIFERA_SCHEMA",
+    show_envvar=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The swarm's attribute schema (TOML).",
+)
+@click.option(
+    "--subscribe",
+    "expression",
+    envvar="VINIFERA_SUBSCRIBE",
+    show_envvar=True,
+    help="Subscription expression, e.g. 'temp in [0, 5] and city == \"Oslo\"'.",
+)
+@click.option(
+    "--log-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="VINIFERA_LOG_FILE",
+    show_envvar=True,
+    help="Node log, JSON lines (docs/logs.md); appended to.",
+)
+@click.option(
+    "--control",
+    envvar="VINIFERA_CONTROL",
+    show_envvar=True,
+    help="Control endpoint for publish/subscribe/status: a Unix socket path, "
+    "or HOST:PORT on loopback.",
+)
+@click.option(
+    "--network-key-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    envvar="VINIFERA_NETWORK_KEY_FILE",
+    show_envvar=True,
+    help="Shared secret (>= 16 bytes): only nodes holding it can talk to this one.",
+)
+@click.option(
+    "--period",
+    type=click.FloatRange(min=0.01),
+    default=1.0,
+    show_default=True,
+    envvar="VINIFERA_PERIOD",
+    help="Gossip period in seconds (timeouts scale with it; all nodes should agree).",
+)
+@click.option(
+    "--system",
+    type=click.Choice(["vinifera", "baseline"]),
+    default="vinifera",
+    show_default=True,
+    help="The overlay: Vinifera, or the paper's baseline.",
+)
+@click.option("--friends", type=click.IntRange(min=0), default=4, show_default=True)
+@click.option("--small-world", type=click.IntRange(min=0), default=4, show_default=True)
+@click.option(
+    "--peer-rate",
+    type=click.FloatRange(min=0.001),
+    default=500.0,
+    show_default=True,
+    help="Datagrams per second one peer may send us (token bucket); the excess is dropped.",
+)
+@click.option("--peer-burst", type=click.FloatRange(min=1), default=1000.0, show_default=True)
+@click.option("--seed", type=int, help="Seed of the node's random choices (default: random).")
+@click.option(
+    "--deliveries/--no-deliveries",
+    default=True,
+    show_default=True,
+    help="Print each delivered event as one JSON line on stdout.",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="info",
+    show_default=True,
+    help="Level of the diagnostics written to stderr as JSON lines.",
+)
+def run(
+    schema_path: Path,
+    expression: str | None,
+    network_key_file: Path | None,
+    deliveries: bool,
+    log_level: str,
+    **options,
+) -> None:
+    """Run a peer until SIGINT or SIGTERM, then leave gracefully.
+
+    Delivered events go to stdout, one JSON object per line:
+    {"t": ..., "eid": ..., "hops": ..., "values": {...}}. Diagnostics go to
+    stderr as JSON lines. Example:
+
+      vinifera-node run --listen 127.0.0.1:7001 --bootstrap 127.0.0.1:7000 \\
+          --schema schema.toml --subscribe 'temp in [0, 5]' --control /tmp/n1.sock
+    """  # fmt: skip
+    from vinifera.daemon.diagnostics import configure
+    from vinifera.daemon.settings import NodeSettings
+    from vinifera.errors import ViniferaError
+    from vinifera.expr import parse_subscription
+    from vinifera.schema import Schema
+    from vinifera.wire import NetworkKey
+
+    configure(log_level)
+    try:
+        schema = Schema.load(schema_path)
+        sub = None if expression is None else parse_subscription(expression, schema)
+        key = None if network_key_file is None else NetworkKey.load(network_key_file)
+        settings = NodeSettings(
+            schema=schema, subscription=sub, network_key=key,
+            bootstrap=tuple(options.pop("bootstrap")), **options,
+        )  # fmt: skip
+    except ViniferaError as err:
+        raise click.UsageError(str(err)) from None
+    import trio
+
+    try:
+        trio.run(_serve, settings, deliveries)
+    except OSError as err:
+        raise click.ClickException(f"cannot run the node: {err}") from None
+
+
+async def _serve(settings, print_deliveries: bool) -> None:
+    import json
+    import signal
+
+    import trio
+
+    from vinifera.daemon.runner import NodeRunner
+
+    runner = NodeRunner(settings)
+    if print_deliveries:
+
+        def show(d) -> None:
+            sys.stdout.write(json.dumps(d.to_json()) + "\n")
+            sys.stdout.flush()
+
+        runner.add_listener(show)
+
+    async def stop_on_signal(signals) -> None:
+        async for _ in signals:
+            runner.stop()
+            return
+
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(stop_on_signal, signals)
+            await runner.run()
+            nursery.cancel_scope.cancel()
+
+
+def _control_option(f):
+    return click.option(
+        "--control",
+        required=True,
+        envvar="VINIFERA_CONTROL",
+        show_envvar=True,
+        help="The node's control endpoint (as given to `run --control`).",
+    )(f)
+
+
+def _ask(control: str, payload: dict) -> dict:
+    from vinifera.daemon.control import ControlError, request
+
+    try:
+        return request(control, payload)
+    except ControlError as err:
+        raise click.ClickException(str(err)) from None
+
+
+@main.command("publish")
+@_control_option
+@click.argument("assignments", nargs=-1, required=True)
+def publish(control: str, assignments: tuple[str, ...]) -> None:
+    """Publish an event through a running node: ATTR=VALUE ...
+
+    Prints the event id. Example: vinifera-node publish --control /tmp/n1.sock temp=3.5
+    """
+    click.echo(_ask(control, {"op": "publish", "assignments": list(assignments)})["eid"])
+
+
+@main.command("subscribe")
+@_control_option
+@click.option("--none", "clear", is_flag=True, help="Unsubscribe (receive nothing).")
+@click.argument("expression", required=False)
+def subscribe(control: str, clear: bool, expression: str | None) -> None:
+    """Change a running node's subscription to EXPRESSION."""
+    if clear == (expression is not None):
+        raise click.UsageError("give an EXPRESSION or --none (not both)")
+    result = _ask(control, {"op": "subscribe", "expr": expression})
+    click.echo(result["subscription"] or "(no subscription)")
+
+
+@main.command("status")
+@_control_option
+def status(control: str) -> None:
+    """A running node's state as JSON: identifier, links, primary attribute,
+    CRT rows and counters of sent, received, dropped and bad messages."""
+    import json
+
+    click.echo(json.dumps(_ask(control, {"op": "status"}), indent=2))
+
+
 if __name__ == "__main__":
     main()

@@ -233,16 +233,20 @@ def encode_datagrams(msg: m.Message, key: NetworkKey | None = None) -> list[byte
     """The message as datagrams of at most MAX_DATAGRAM bytes: content
     updates are split, gossip samples truncated; a Handover (all or nothing)
     or a single oversized entry raises OversizeError."""
-    data = encode(msg, key)
-    if len(data) <= MAX_DATAGRAM:
+    t = type(msg)
+    if t in _GOSSIP and len(msg.entries) > MAX_GOSSIP_ENTRIES:
+        msg = t(msg.profile, msg.entries[:MAX_GOSSIP_ENTRIES])
+    items = msg.entries if t is m.Install else getattr(msg, "owners", ())
+    data = encode(msg, key) if len(items) <= MAX_CONTENT_ENTRIES else None
+    if data is not None and len(data) <= MAX_DATAGRAM:
         return [data]
     parts = _halves(msg)
     if parts is not None:
         return encode_datagrams(parts[0], key) + encode_datagrams(parts[1], key)
     entries = getattr(msg, "entries", ())
-    if type(msg) in _GOSSIP and len(entries) > 1:
+    if t in _GOSSIP and len(entries) > 1:
         return encode_datagrams(type(msg)(msg.profile, entries[: len(entries) // 2]), key)
-    raise OversizeError(f"{type(msg).__name__} of {len(data)} bytes does not fit a datagram")
+    raise OversizeError(f"{t.__name__} does not fit in one datagram")
 
 
 # ---------------------------------------------------------------- decoding

@@ -70,7 +70,10 @@ class Node:
         self._runner.stop()
         stack, self._stack = self._stack, None
         self._send.close()
-        return await stack.__aexit__(*exc)
+        # The body's own exception propagates as is, not wrapped in the
+        # nursery's exception group; the nursery only adds its own failures.
+        await stack.aclose()
+        return False
 
     def _on_delivery(self, d: Delivery) -> None:
         try:

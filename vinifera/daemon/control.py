@@ -5,6 +5,7 @@ loopback address: the endpoint is unauthenticated, so it is never offered
 to the network. Protocol: one JSON object per line each way.
 
     {"op": "publish", "values": {"temp": 3.5}}  -> {"ok": true, "result": {"eid": ...}}
+    {"op": "publish", "assignments": ["temp=3.5", "city=Oslo"]}  (parsed as on the CLI)
     {"op": "subscribe", "expr": "temp in [0, 5]"}  (null unsubscribes)
     {"op": "status"}
 Errors come back as {"ok": false, "error": "..."}; the node keeps running.
@@ -23,6 +24,7 @@ from pathlib import Path
 import trio
 
 from vinifera.errors import ViniferaError
+from vinifera.expr import parse_event
 
 MAX_REQUEST = 1 << 16
 
@@ -56,8 +58,14 @@ async def _handle(runner, request: dict) -> dict:
     op = request.get("op")
     if op == "publish":
         values = request.get("values")
-        if not isinstance(values, dict):
-            raise ControlError("publish needs 'values': an object attribute -> value")
+        assignments = request.get("assignments")
+        if isinstance(assignments, list) and all(isinstance(a, str) for a in assignments):
+            values = parse_event(assignments, runner.settings.schema)
+        elif not isinstance(values, dict):
+            raise ControlError(
+                "publish needs 'values' (an object attribute -> value) "
+                "or 'assignments' (a list of 'attr=value' strings)"
+            )
         return {"eid": await runner.publish(values)}
     if op == "subscribe":
         expr = request.get("expr")

@@ -300,6 +300,8 @@ class NodeRunner:
             "id": hex_id(node.ident),
             "subscription": None if sub is None else str(sub),
             "primary": overlay.primary.current,
+            # own subscription installed toward its rendezvous (or nothing to install)
+            "installed": node.content.ready or sub is None,
             "links": {
                 "succ": links.succ,
                 "pred": links.pred,

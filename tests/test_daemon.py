@@ -1,0 +1,163 @@
+"""Real daemons in one process: UDP on 127.0.0.1, port 0, real clock."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from contextlib import AsyncExitStack
+
+import msgpack
+import trio
+from daemon_swarm import PERIOD, SCHEMA, publish_and_collect, start_swarm, wait_for
+
+import vinifera
+from vinifera.protocol import messages as m
+from vinifera.protocol.profile import Profile
+from vinifera.wire import MAX_DATAGRAM, NetworkKey, encode
+
+
+async def test_thirty_nodes_deliver_every_event_exactly_once():
+    async with AsyncExitStack() as stack:
+        swarm = await start_swarm(stack, 30, seed=1)
+        await wait_for(swarm.ready, 60, "ring and installs")
+        rng = random.Random(5)
+        publishers = [swarm.nodes[i] for i in (0, 7, 13, 22, 29)]
+        sent, missing = await publish_and_collect(swarm, publishers, rng, 25)
+        assert missing == []
+        pairs = sum(len(exp) for _, exp in sent)
+        assert pairs >= 50  # the workload really exercises the trees
+        await trio.sleep(2 * PERIOD)  # room for late copies, to catch them
+        for eid, exp in sent:
+            got = swarm.deliveries_of(eid)
+            assert set(got) == exp, "false positives"
+            assert all(c == 1 for c in got.values()), "duplicates"
+        statuses = [n.status() for n in swarm.nodes]
+        assert all(s["counters"].get("bad", 0) == 0 for s in statuses)
+        assert sum(len(s["crt_rows"]) for s in statuses) > 0
+
+
+async def test_publish_and_subscribe_through_the_api(tmp_path):
+    async with AsyncExitStack() as stack:
+        a = await stack.enter_async_context(
+            vinifera.Node(SCHEMA, period=PERIOD, seed=1, log_file=tmp_path / "a.jsonl")
+        )
+        b = await stack.enter_async_context(
+            vinifera.Node(
+                SCHEMA,
+                period=PERIOD,
+                seed=2,
+                bootstrap=[a.address],
+                subscription="a0 in [100, 200]",
+            )  # fmt: skip
+        )
+        await wait_for(lambda: b.runner.node.content.ready, 20, "b installed")
+        await wait_for(lambda: a.status()["links"]["succ"] == b.address, 20, "ring")
+        await a.subscribe("a1 == 5")
+        eid = await a.publish(a0=150, a1=5)
+        got = []
+        with trio.fail_after(10):
+            async for d in b.deliveries():
+                got.append(d)
+                break
+        assert got[0].eid == eid and got[0].values == {"a0": 150.0, "a1": 5.0}
+        with trio.fail_after(10):
+            async for d in a.deliveries():  # a's own event matches its new subscription
+                assert d.eid == eid and d.hops == 0
+                break
+    records = [json.loads(line) for line in (tmp_path / "a.jsonl").read_text().splitlines()]
+    kinds = [r["ev"] for r in records]
+    assert kinds[0] == "join" and kinds[-1] == "leave"
+    assert {"subscribe", "publish", "deliver"} <= set(kinds)
+    assert all(r["node"] == a.address and r["v"] == 1 for r in records)
+
+
+async def malformed_stream(key: NetworkKey, sender: str, victim: str, rng: random.Random):
+    """Endless malformed datagrams, cycling through the ways to be wrong."""
+    good = encode(m.Ping(Profile(sender, 1, None)), key)
+    plain = encode(m.Ping(Profile(sender, 1, None)))
+    wrong_key = NetworkKey(b"not the swarm's key, but long enough")
+    kinds = [
+        lambda: os.urandom(rng.randrange(1, 200)),  # random bytes
+        lambda: good[: rng.randrange(1, len(good))],  # truncated
+        lambda: key.tag(b := good[16 : rng.randrange(17, len(good))]) + b,  # truncated, keyed
+        lambda: key.tag(b := os.urandom(rng.randrange(1, 200))) + b,  # random bytes, keyed
+        lambda: key.tag(b := msgpack.packb([1, 7, ["x", "y"]])) + b,  # wrong types, keyed
+        lambda: key.tag(b := msgpack.packb([1, 99, [sender, 1, 0, None]])) + b,  # unknown kind
+        lambda: key.tag(b := msgpack.packb([9, 7, [sender, 1, 0, None]])) + b,  # version
+        lambda: os.urandom(MAX_DATAGRAM + 100),  # oversized
+        lambda: plain,  # no key
+        lambda: encode(m.Ping(Profile(sender, 1, None)), wrong_key),  # wrong key
+        lambda: encode(m.Ping(Profile(victim, 1, None)), key),  # spoofed sender
+    ]
+    i = 0
+    while True:
+        yield kinds[i % len(kinds)]()
+        i += 1
+
+
+async def test_ten_thousand_malformed_datagrams_change_nothing(tmp_path):
+    keyfile = tmp_path / "key"
+    keyfile.write_bytes(b"the swarm's shared secret")
+    key = NetworkKey.load(keyfile)
+    async with AsyncExitStack() as stack:
+        # the victim accepts everything the rate limit would otherwise stop,
+        # so every datagram reaches the decoder
+        swarm = await start_swarm(stack, 10, seed=3, network_key=key, peer_rate=1e9,
+                                  peer_burst=1e9)  # fmt: skip
+        await wait_for(swarm.ready, 60, "ring and installs")
+        victim = swarm.nodes[4]
+        sock = trio.socket.socket(type=trio.socket.SOCK_DGRAM)
+        stack.enter_context(sock)
+        await sock.bind(("127.0.0.1", 0))
+        sender = f"127.0.0.1:{sock.getsockname()[1]}"
+        host, port = victim.address.rsplit(":", 1)
+        rng = random.Random(9)
+        stream = malformed_stream(key, sender, swarm.nodes[5].address, rng)
+        sent = 0
+        published = []
+
+        async def flood():
+            nonlocal sent
+            async for data in stream:
+                try:
+                    await sock.sendto(data, (host, int(port)))
+                except OSError:  # the oversized ones may not leave the host
+                    continue
+                sent += 1
+                if sent % 50 == 0:
+                    await trio.sleep(0.005)  # share the CPU with the swarm
+                if victim.status()["counters"].get("bad", 0) >= 10_000:
+                    return
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(flood)
+            while victim.status()["counters"].get("bad", 0) < 10_000:
+                sent_now, missing = await publish_and_collect(
+                    swarm, swarm.nodes[:5], random.Random(len(published)), 3
+                )
+                published.extend(sent_now)
+                assert missing == [], "deliveries must stay at 100% during the flood"
+        status = victim.status()
+        counters = status["counters"]
+        assert counters["bad"] >= 10_000
+        for reason in ("mac", "msgpack", "field", "kind", "version", "spoofed"):
+            assert counters.get(f"bad_{reason}", 0) > 0, reason
+        assert victim.runner.node.alive
+        # and the swarm still delivers afterwards
+        _, missing = await publish_and_collect(swarm, swarm.nodes[5:], random.Random(99), 5)
+        assert missing == []
+        assert sum(len(exp) for _, exp in published) > 0
+
+
+async def test_a_node_without_the_key_cannot_join(tmp_path):
+    key = NetworkKey(b"the swarm's shared secret")
+    async with AsyncExitStack() as stack:
+        a = await stack.enter_async_context(
+            vinifera.Node(SCHEMA, period=PERIOD, seed=1, network_key=key)
+        )
+        stranger = await stack.enter_async_context(
+            vinifera.Node(SCHEMA, period=PERIOD, seed=2, bootstrap=[a.address])
+        )
+        await wait_for(lambda: a.status()["counters"].get("bad_mac", 0) >= 3, 20, "join attempts")
+        assert a.status()["view"] == [] and stranger.status()["view"] == []

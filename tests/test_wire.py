@@ -1,0 +1,354 @@
+"""The wire codec: round trips, the one untrusted decoder, the network key."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import random
+
+import msgpack
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vinifera.errors import ViniferaError
+from vinifera.protocol import messages as m
+from vinifera.protocol.config import OverlayConfig
+from vinifera.protocol.node import Node
+from vinifera.protocol.profile import Profile
+from vinifera.ring import RING_MAX
+from vinifera.schema import Attribute, AttrType, Schema
+from vinifera.subscription import Event, Subscription
+from vinifera.wire import (
+    MAC_SIZE,
+    MAX_DATAGRAM,
+    Decoder,
+    NetworkKey,
+    OversizeError,
+    WireError,
+    encode,
+    encode_datagrams,
+    format_address,
+    parse_address,
+)
+
+SCHEMA = Schema(
+    [
+        Attribute("temp", AttrType.FLOAT, -50.0, 50.0),
+        Attribute("count", AttrType.INT, 0, 1000),
+        Attribute("city", AttrType.STRING),
+    ]
+)
+KEY = NetworkKey(b"correct horse battery staple")
+SUB = Subscription.build(SCHEMA, {"temp": (0.0, 10.0), "city": ("A", "M")})
+EVENT = Event.build(SCHEMA, {"temp": 3.5, "count": 7, "city": "Oslo"})
+
+
+def prof(port: int = 7000, sub=SUB, ident: int = 12345) -> Profile:
+    return Profile(f"127.0.0.1:{port}", ident, sub, seq=3)
+
+
+def sample_messages() -> list[m.Message]:
+    p = prof()
+    entries = ((prof(7001, None, RING_MAX), 0.5), (prof(7002), 12.0))
+    ivs = ((0, 10), (RING_MAX - 5, RING_MAX))
+    return [
+        m.Join(p),
+        m.JoinReply(p, entries),
+        m.Shuffle(p, entries),
+        m.ShuffleReply(p, ()),
+        m.TmanRequest(p, entries),
+        m.TmanReply(p, entries),
+        m.Ping(p),
+        m.Pong(p),
+        m.Leave(p),
+        m.Install(p, "temp", (("127.0.0.1:7003", SUB, ivs, 1.25),)),
+        m.Refresh(p, "temp", (("127.0.0.1:7003", 0.0), ("[::1]:9", 4.0))),
+        m.Withdraw(p, "city", ("127.0.0.1:7003",)),
+        m.EventMessage(p, 2**63 - 1, EVENT, "city", 99, 4, True),
+        m.LoadReport(p, 2.5, None),
+        m.LoadReport(p, 0.0, 77),
+        m.HandoverRequest(p, 5),
+        m.Handover(p, 5, (("temp", "127.0.0.1:7004", "127.0.0.1:7005", SUB, ivs, 3.0, 0.0),)),
+    ]
+
+
+def fields(msg) -> dict:
+    return {s: getattr(msg, s) for c in type(msg).__mro__ for s in getattr(c, "__slots__", ())}
+
+
+@pytest.mark.parametrize("key", [None, KEY], ids=["plain", "keyed"])
+@pytest.mark.parametrize("msg", sample_messages(), ids=lambda x: type(x).__name__)
+def test_every_kind_round_trips(msg, key):
+    data = encode(msg, key)
+    back = Decoder(SCHEMA, key).decode_untrusted(data)
+    assert type(back) is type(msg)
+    assert fields(back) == fields(msg)
+
+
+def test_a_keyed_swarm_refuses_unkeyed_and_wrongly_keyed_datagrams():
+    msg = m.Ping(prof())
+    keyed = Decoder(SCHEMA, KEY)
+    other = NetworkKey(b"another secret of enough length")
+    for data in (encode(msg), encode(msg, other), encode(msg, KEY)[:MAC_SIZE]):
+        with pytest.raises(WireError) as err:
+            keyed.decode_untrusted(data)
+        assert err.value.reason == "mac"
+    # and a keyless node cannot read keyed traffic
+    with pytest.raises(WireError):
+        Decoder(SCHEMA).decode_untrusted(encode(msg, KEY))
+
+
+def test_network_key_needs_enough_secret(tmp_path):
+    with pytest.raises(ViniferaError, match="too short"):
+        NetworkKey(b"short")
+    f = tmp_path / "k"
+    f.write_bytes(b"  a secret with whitespace around it \n")
+    assert NetworkKey.load(f).tag(b"x") == NetworkKey(b"a secret with whitespace around it").tag(
+        b"x"
+    )
+    with pytest.raises(ViniferaError, match="cannot read"):
+        NetworkKey.load(tmp_path / "missing")
+
+
+def payload(*items) -> bytes:
+    return msgpack.packb(list(items), use_bin_type=True)
+
+
+GOOD_PROFILE = ["127.0.0.1:7000", 1, 0, None]
+
+BAD = {
+    "empty": (b"", "size"),
+    "oversized": (b"\x90" * (MAX_DATAGRAM + 1), "size"),
+    "not msgpack": (b"\xc1", "msgpack"),
+    "truncated": (encode(m.Ping(prof()))[:-3], "msgpack"),
+    "trailing bytes": (encode(m.Ping(prof())) + b"\x00", "msgpack"),
+    "a map": (msgpack.packb({"v": 1}), "msgpack"),
+    "binary": (payload(1, 7, GOOD_PROFILE, b"\x00"), "msgpack"),
+    "not an array": (msgpack.packb(5), "msgpack"),
+    "version 2": (payload(2, 7, GOOD_PROFILE), "version"),
+    "bool version": (payload(True, 7, GOOD_PROFILE), "version"),
+    "unknown kind": (payload(1, 99, GOOD_PROFILE), "kind"),
+    "string kind": (payload(1, "ping", GOOD_PROFILE), "kind"),
+    "extra field": (payload(1, 7, GOOD_PROFILE, 1), "field"),
+    "hostname": (payload(1, 7, ["localhost:7000", 1, 0, None]), "field"),
+    "non-canonical address": (payload(1, 7, ["127.000.0.1:7000", 1, 0, None]), "field"),
+    "port 0": (payload(1, 7, ["127.0.0.1:0", 1, 0, None]), "field"),
+    "negative ident": (payload(1, 7, ["127.0.0.1:7000", -1, 0, None]), "field"),
+    "float ident": (payload(1, 7, ["127.0.0.1:7000", 1.0, 0, None]), "field"),
+    "bool ident": (payload(1, 7, ["127.0.0.1:7000", True, 0, None]), "field"),
+    "float seq": (payload(1, 7, ["127.0.0.1:7000", 1, 0.0, None]), "field"),
+    "NaN in subscription": (
+        payload(1, 7, ["127.0.0.1:7000", 1, 0, [["temp", math.nan, 1.0]]]),
+        "field",
+    ),
+    "unknown attribute": (payload(1, 7, ["127.0.0.1:7000", 1, 0, [["x", 1, 2]]]), "field"),
+    "inverted range": (payload(1, 7, ["127.0.0.1:7000", 1, 0, [["temp", 5.0, 1.0]]]), "field"),
+    "NaN age": (payload(1, 3, GOOD_PROFILE, [[GOOD_PROFILE, math.nan]]), "field"),
+    "infinite age": (payload(1, 3, GOOD_PROFILE, [[GOOD_PROFILE, math.inf]]), "field"),
+    "negative age": (payload(1, 3, GOOD_PROFILE, [[GOOD_PROFILE, -1.0]]), "field"),
+    "too many entries": (payload(1, 3, GOOD_PROFILE, [[GOOD_PROFILE, 0.0]] * 65), "field"),
+    "event without its attribute": (
+        payload(1, 13, GOOD_PROFILE, 1, [["temp", 1.0]], "city", 5, 0, True),
+        "field",
+    ),
+    "event value out of domain": (
+        payload(1, 13, GOOD_PROFILE, 1, [["temp", 99.0]], "temp", 5, 0, True),
+        "field",
+    ),
+    "int up flag": (payload(1, 13, GOOD_PROFILE, 1, [["temp", 1.0]], "temp", 5, 0, 1), "field"),
+    "too many hops": (
+        payload(1, 13, GOOD_PROFILE, 1, [["temp", 1.0]], "temp", 5, 5000, True),
+        "field",
+    ),
+    "install without subscription": (
+        payload(1, 10, GOOD_PROFILE, "temp", [["127.0.0.1:7003", None, [[0, 1]], 0.0]]),
+        "field",
+    ),
+    "empty ranges": (
+        payload(1, 10, GOOD_PROFILE, "temp", [["127.0.0.1:7003", [["temp", 0.0, 1.0]], [], 0.0]]),
+        "field",
+    ),
+    "inverted interval": (
+        payload(
+            1, 10, GOOD_PROFILE, "temp", [["127.0.0.1:7003", [["temp", 0.0, 1.0]], [[5, 1]], 0.0]]
+        ),
+        "field",
+    ),
+    "infinite load": (payload(1, 14, GOOD_PROFILE, math.inf, None), "field"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_malformed_datagrams_raise_the_one_error_with_a_reason(name):
+    data, reason = BAD[name]
+    with pytest.raises(WireError) as err:
+        Decoder(SCHEMA).decode_untrusted(data)
+    assert err.value.reason == reason, str(err.value)
+
+
+def test_decoder_refuses_what_is_not_bytes():
+    with pytest.raises(WireError):
+        Decoder(SCHEMA).decode_untrusted(bytearray(b"\x90"))  # type: ignore[arg-type]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.binary(max_size=300))
+def test_fuzz_arbitrary_bytes_decode_or_raise_wire_error(data):
+    for decoder in (Decoder(SCHEMA), Decoder(SCHEMA, KEY)):
+        with contextlib.suppress(WireError):
+            decoder.decode_untrusted(data)
+
+
+plain_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**64 - 1)
+    | st.floats()
+    | st.text(max_size=12)
+    | st.sampled_from(["temp", "city", "count", "127.0.0.1:7000", "[::1]:1"]),
+    lambda children: st.lists(children, max_size=6),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.integers(0, 20), plain_values, st.lists(plain_values, max_size=8))
+def test_fuzz_structured_garbage_decodes_or_raises_wire_error(kind, profile, rest):
+    for prof_value in (profile, GOOD_PROFILE):
+        with contextlib.suppress(WireError):
+            Decoder(SCHEMA).decode_untrusted(payload(1, kind, prof_value, *rest))
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(range(len(sample_messages()))), st.data())
+def test_fuzz_mutated_valid_datagrams(index, data):
+    raw = bytearray(encode(sample_messages()[index]))
+    for _ in range(data.draw(st.integers(1, 4))):
+        op = data.draw(st.sampled_from(["flip", "cut", "insert"]))
+        pos = data.draw(st.integers(0, max(0, len(raw) - 1)))
+        if op == "flip" and raw:
+            raw[pos] ^= data.draw(st.integers(1, 255))
+        elif op == "cut":
+            del raw[pos:]
+        else:
+            raw[pos:pos] = data.draw(st.binary(min_size=1, max_size=4))
+    with contextlib.suppress(WireError):
+        Decoder(SCHEMA).decode_untrusted(bytes(raw))
+
+
+# ------------------------------------------------------------- valid but hostile
+
+
+def addresses():
+    return st.integers(7000, 7010).map(lambda p: f"127.0.0.1:{p}")
+
+
+subs = st.one_of(
+    st.none(),
+    st.tuples(st.floats(-50, 50), st.floats(-50, 50)).map(
+        lambda t: Subscription.build(SCHEMA, {"temp": (min(t), max(t))})
+    ),
+)
+idents = st.integers(0, RING_MAX)
+ages = st.floats(0, 1e6)
+profiles = st.builds(Profile, addresses(), idents, subs, st.integers(0, 10))
+entries = st.lists(st.tuples(profiles, ages), max_size=5).map(tuple)
+intervals = st.lists(
+    st.tuples(idents, idents).map(lambda t: (min(t), max(t))), min_size=1, max_size=3
+).map(tuple)
+attrs = st.sampled_from(["temp", "count", "city"])
+events = st.builds(
+    lambda t, c: Event.build(SCHEMA, {"temp": t, "city": c}), st.floats(-50, 50), st.text()
+)
+messages = st.one_of(
+    st.builds(m.Join, profiles),
+    st.builds(m.Ping, profiles),
+    st.builds(m.Leave, profiles),
+    st.builds(m.JoinReply, profiles, entries),
+    st.builds(m.Shuffle, profiles, entries),
+    st.builds(m.TmanRequest, profiles, entries),
+    st.builds(m.TmanReply, profiles, entries),
+    st.builds(
+        m.Install,
+        profiles,
+        attrs,
+        st.lists(st.tuples(addresses(), st.just(SUB), intervals, ages), max_size=3).map(tuple),
+    ),
+    st.builds(m.Refresh, profiles, attrs, st.lists(st.tuples(addresses(), ages)).map(tuple)),
+    st.builds(m.Withdraw, profiles, attrs, st.lists(addresses()).map(tuple)),
+    st.builds(
+        lambda p, eid, ev, attr, key, hops, up: m.EventMessage(p, eid, ev, attr, key, hops, up),
+        profiles,
+        st.integers(0, 2**63 - 1),
+        events,
+        st.sampled_from(["temp", "city"]),
+        idents,
+        st.integers(0, 1024),
+        st.booleans(),
+    ),
+    st.builds(m.LoadReport, profiles, st.floats(0, 1e9), st.none() | idents),
+    st.builds(m.HandoverRequest, profiles, idents),
+    st.builds(
+        m.Handover,
+        profiles,
+        idents,
+        st.lists(
+            st.tuples(attrs, addresses(), addresses(), st.just(SUB), intervals, ages, ages),
+            max_size=3,
+        ).map(tuple),
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(messages, min_size=1, max_size=25), st.integers(0, 3))
+def test_a_node_survives_any_sequence_of_valid_messages(msgs, ticks_between):
+    """What the decoder lets through is type-correct but may be hostile: the
+    protocol must take any of it without raising."""
+    decoder = Decoder(SCHEMA)
+    node = Node("127.0.0.1:7099", SCHEMA, OverlayConfig(friends=2, small_world=2),
+                random.Random(1), subscription=SUB)  # fmt: skip
+    node.start(0.0, ["127.0.0.1:7000"])
+    now = 0.0
+    for i, msg in enumerate(msgs):
+        now += 0.1
+        node.receive(now, decoder.decode_untrusted(encode(msg)))
+        if ticks_between and i % ticks_between == 0:
+            now += 1.0
+            node.tick(now)
+    node.tick(now + 1.0)
+
+
+def test_big_installs_are_split_and_handovers_refused():
+    p = prof()
+    ivs = ((0, 10),)
+    many = tuple((f"127.0.0.1:{1000 + i}", SUB, ivs, 0.0) for i in range(2000))
+    datagrams = encode_datagrams(m.Install(p, "temp", many), KEY)
+    assert len(datagrams) > 1 and all(len(d) <= MAX_DATAGRAM for d in datagrams)
+    decoder = Decoder(SCHEMA, KEY)
+    owners = [e[0] for d in datagrams for e in decoder.decode_untrusted(d).entries]
+    assert owners == [e[0] for e in many]
+    big = tuple(("temp", "127.0.0.1:1", o, SUB, ivs, 1.0, 0.0) for o, *_ in many)
+    with pytest.raises(OversizeError):
+        encode_datagrams(m.Handover(p, 5, big))
+    gossip = tuple((Profile(f"127.0.0.1:{1000 + i}", i, SUB), 0.0) for i in range(2000))
+    (one,) = encode_datagrams(m.Shuffle(p, gossip))
+    assert 0 < len(Decoder(SCHEMA).decode_untrusted(one).entries) < 2000
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [("127.0.0.1:7000", ("127.0.0.1", 7000)), ("[::1]:80", ("::1", 80))],
+)
+def test_addresses_parse_and_format(text, expected):
+    assert parse_address(text) == expected
+    assert format_address(*expected) == text
+
+
+@pytest.mark.parametrize(
+    "text", ["", "127.0.0.1", "127.0.0.1:0", "127.0.0.1:65536", "host:1", "1.2.3.4:x", ":5"]
+)
+def test_bad_addresses_are_refused(text):
+    with pytest.raises(ValueError):
+        parse_address(text)
