@@ -1,0 +1,1 @@
+"""Local swarms of real daemons: processes, network namespaces or containers."""
