@@ -65,22 +65,25 @@ class ProcessBackend:
         return p is not None and p.poll() is None
 
     def stop(self, slot: int, kill: bool = False, timeout: float = 10.0) -> None:
-        p = self.procs.pop(slot, None)
-        if p is None or p.poll() is not None:
-            return
-        p.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
-        try:
-            p.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        self.stop_many([slot], kill, timeout)
+
+    def stop_many(self, slots: list[int], kill: bool = False, timeout: float = 10.0) -> None:
+        """Signal them all, then wait: nodes leave in parallel."""
+        procs = [p for p in (self.procs.pop(s, None) for s in slots) if p and p.poll() is None]
+        for p in procs:
+            p.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
 
     def cut(self, slot: int) -> None:
         raise BackendError("the process backend cannot cut a host off (use --backend netns)")
 
     def teardown(self) -> None:
-        for slot in list(self.procs):
-            self.stop(slot)
+        self.stop_many(list(self.procs))
 
 
 class NetnsBackend(ProcessBackend):
@@ -169,6 +172,8 @@ class ContainerBackend(ProcessBackend):
         return f"10.78.{slot // 250}.{slot % 250 + 2}:{NODE_PORT}"
 
     def prepare(self, slots: int) -> None:
+        # the image runs as an unprivileged user: let it write logs and sockets here
+        os.chmod(self.sockets, 0o1777)
         if _run([self.engine, "network", "inspect", self.NETWORK], check=False).returncode:
             _run([self.engine, "network", "create", "--subnet", "10.78.0.0/16", self.NETWORK])
 
@@ -183,8 +188,8 @@ class ContainerBackend(ProcessBackend):
         with open(out, "a") as o, open(err, "a") as e:
             self.procs[slot] = subprocess.Popen(docker, stdout=o, stderr=e, start_new_session=True)
 
-    def stop(self, slot: int, kill: bool = False, timeout: float = 10.0) -> None:
-        name = self.names.pop(slot, None)
-        if name is not None:
-            _run([self.engine, "kill" if kill else "stop", name], check=False)
-        super().stop(slot, kill, timeout)
+    def stop_many(self, slots: list[int], kill: bool = False, timeout: float = 10.0) -> None:
+        names = [n for n in (self.names.pop(s, None) for s in slots) if n]
+        if names:
+            _run([self.engine, "kill" if kill else "stop", *names], check=False)
+        super().stop_many(slots, kill, timeout)

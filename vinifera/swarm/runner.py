@@ -126,8 +126,8 @@ class SwarmRunner:
             interrupted = True
             self.say("interrupted: stopping every node")
         finally:
-            for slot in sorted(self.up):
-                self.stop_node(slot, crash=False)
+            self.backend.stop_many(sorted(self.up))
+            self.up.clear()
             self.backend.teardown()
             self._write_manifest(started, duration, settled, interrupted)
         return self.summary(interrupted)
