@@ -163,9 +163,11 @@ class ContainerBackend(ProcessBackend):
     def __init__(self, sockets: Path, image: str, engine: str | None = None) -> None:
         super().__init__(sockets)
         self.image = image
-        self.engine = engine or shutil.which("docker") or shutil.which("podman")
+        # A docker client without an engine is common; podman needs none.
+        engine = engine or os.environ.get("VINIFERA_CONTAINER_ENGINE")
+        self.engine = engine or shutil.which("podman") or shutil.which("docker")
         if self.engine is None:
-            raise BackendError("the docker backend needs `docker` or `podman` on PATH")
+            raise BackendError("the docker backend needs `podman` or `docker` on PATH")
         self.names: dict[int, str] = {}
 
     def address(self, slot: int) -> str:
