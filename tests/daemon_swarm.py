@@ -34,6 +34,8 @@ class Swarm:
         self.nodes = nodes
         self.subs = subs
         self.got: dict[str, list] = {n.address: [] for n in nodes}
+        self._last_shape: tuple = ()
+        self._shape_since = 0.0
         for n in nodes:
             n.runner.add_listener(self.got[n.address].append)
 
