@@ -25,7 +25,7 @@ from vinifera.protocol.node import Node  # noqa: E402
 from vinifera.protocol.profile import Profile  # noqa: E402
 from vinifera.schema import Schema  # noqa: E402
 from vinifera.subscription import Event, Subscription  # noqa: E402
-from vinifera.wire import Decoder, encode, encode_datagrams  # noqa: E402
+from vinifera.wire import Decoder, encode, encode_sends  # noqa: E402
 
 SCHEMA = Schema.numeric(2, 0.0, 1000.0)
 
@@ -67,9 +67,10 @@ def main() -> None:
     now = 1.0
     for data in datagrams:
         now += 1e-5
-        for action in node.receive(now, decoder.decode_untrusted(data)):
-            if type(action) is Send:
-                copies += len(encode_datagrams(action.message))
+        actions = node.receive(now, decoder.decode_untrusted(data))
+        # as the daemon does: one batch of sends per input
+        for _, encoded in encode_sends([a for a in actions if type(a) is Send]):
+            copies += len(encoded)
     wall = time.perf_counter() - t0
     figures = {
         "events": args.events,

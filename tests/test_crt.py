@@ -119,3 +119,46 @@ def test_aggregation_never_loses_a_subscribers_range(parts):
                 assert any(
                     e.holds(key, 5.0) for row in crt.rows["a0"].values() for e in row.values()
                 )
+
+
+def brute_force(crt: Crt, attr, key, values, now, exclude):
+    out = []
+    for nb, row in crt.rows.get(attr, {}).items():
+        if nb != exclude and any(
+            e.expiry >= now and e.holds(key, now) and e.sub.matches(values) for e in row.values()
+        ):
+            out.append(nb)
+    return out
+
+
+ops = st.lists(
+    st.tuples(
+        st.sampled_from(["upsert", "upsert", "remove", "query"]),
+        st.integers(0, 5),  # neighbour
+        st.integers(0, 7),  # owner
+        st.floats(0, 1000),
+        st.floats(0, 600),  # width: some entries are wide
+        st.floats(0, 1000),  # event value
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ops)
+def test_the_key_index_finds_exactly_what_a_scan_finds(operations):
+    crt = Crt(100, 100)
+    for i, (op, nb, owner, lo, width, value) in enumerate(operations):
+        now = float(i)
+        if op == "upsert":
+            hi = min(1000.0, lo + width)
+            crt.upsert("a0", nb, owner, sub(lo, hi), keys(lo, hi), now + 5, now)
+        elif op == "remove":
+            crt.remove("a0", nb, owner)
+        else:
+            values = {"a0": value, "a1": 500.0}
+            key = SCHEMA.attribute("a0").key(value)
+            for exclude in (None, nb):
+                assert crt.matching_neighbours("a0", key, values, now, exclude) == brute_force(
+                    crt, "a0", key, values, now, exclude
+                )

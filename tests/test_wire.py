@@ -352,3 +352,20 @@ def test_addresses_parse_and_format(text, expected):
 def test_bad_addresses_are_refused(text):
     with pytest.raises(ValueError):
         parse_address(text)
+
+
+def test_a_batch_encodes_each_distinct_event_copy_once_and_keeps_destinations():
+    from vinifera.protocol.actions import Send
+    from vinifera.wire import encode_sends
+
+    p = prof()
+    down = m.EventMessage(p, 1, EVENT, "temp", 5, 2, False)
+    up = m.EventMessage(p, 1, EVENT, "temp", 5, 2, True)
+    sends = [Send("127.0.0.1:1", down), Send("127.0.0.1:2", m.EventMessage(p, 1, EVENT, "temp",
+             5, 2, False)), Send("127.0.0.1:3", up), Send("127.0.0.1:4", m.Ping(p))]  # fmt: skip
+    out = encode_sends(sends)
+    assert [d for d, _ in out] == ["127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4"]
+    assert out[0][1] is out[1][1]  # the same copy, encoded once
+    decoder = Decoder(SCHEMA)
+    assert [decoder.decode_untrusted(d[0]).up for _, d in out[:3]] == [False, False, True]
+    assert type(decoder.decode_untrusted(out[3][1][0])) is m.Ping

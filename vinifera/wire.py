@@ -249,6 +249,33 @@ def encode_datagrams(msg: m.Message, key: NetworkKey | None = None) -> list[byte
     raise OversizeError(f"{t.__name__} does not fit in one datagram")
 
 
+def encode_sends(sends, key: NetworkKey | None = None) -> list[tuple]:
+    """(destination, datagrams) for a batch of Send actions; datagrams is
+    None for a message that cannot be sent (OversizeError). The copies of
+    one event that a node forwards differ only in destination, so each
+    distinct copy is encoded once."""
+    out = []
+    memo: dict[tuple, list[bytes]] = {}
+    for send in sends:
+        msg = send.message
+        memo_key = None
+        if type(msg) is m.EventMessage:
+            p = msg.profile
+            memo_key = (msg.eid, msg.attr, msg.key, msg.hops, msg.up, p.ident, p.seq)
+            datagrams = memo.get(memo_key)
+            if datagrams is not None:
+                out.append((send.dest, datagrams))
+                continue
+        try:
+            datagrams = encode_datagrams(msg, key)
+        except OversizeError:
+            datagrams = None
+        if memo_key is not None:
+            memo[memo_key] = datagrams
+        out.append((send.dest, datagrams))
+    return out
+
+
 # ---------------------------------------------------------------- decoding
 
 

@@ -28,9 +28,8 @@ from vinifera.subscription import Event, Subscription
 from vinifera.wire import (
     MAX_DATAGRAM,
     Decoder,
-    OversizeError,
     WireError,
-    encode_datagrams,
+    encode_sends,
     format_address,
     parse_address,
 )
@@ -204,37 +203,39 @@ class NodeRunner:
     # ----------------------------------------------------------------- actions
 
     async def _execute(self, actions: list) -> None:
+        sends = []
         for action in actions:
             t = type(action)
             if t is Send:
-                await self._send(action)
+                sends.append(action)
             elif t is Log:
                 if self._log is not None:
                     self._log.write(action.record)
             elif t is Deliver:
                 self._deliver(action)
+        if sends:
+            await self._send(sends)
 
-    async def _send(self, action: Send) -> None:
+    async def _send(self, sends: list[Send]) -> None:
         counters = self.counters
-        try:
-            datagrams = encode_datagrams(action.message, self.settings.network_key)
-        except OversizeError as err:
-            counters["oversize"] += 1
-            self.log.warning("message not sent", error=str(err))
-            return
-        dest = self._dest_cache.get(action.dest)
-        if dest is None:
-            dest = parse_address(action.dest)  # addresses were validated on receipt
-            if len(self._dest_cache) > 10_000:
-                self._dest_cache.clear()
-            self._dest_cache[action.dest] = dest
-        for data in datagrams:
-            try:
-                await self._sock.sendto(data, dest)
-            except OSError:
-                counters["send_errors"] += 1
-            else:
-                counters["datagrams_sent"] += 1
+        for address, datagrams in encode_sends(sends, self.settings.network_key):
+            if datagrams is None:
+                counters["oversize"] += 1
+                self.log.warning("message too big to send", to=address)
+                continue
+            dest = self._dest_cache.get(address)
+            if dest is None:
+                dest = parse_address(address)  # addresses were validated on receipt
+                if len(self._dest_cache) > 10_000:
+                    self._dest_cache.clear()
+                self._dest_cache[address] = dest
+            for data in datagrams:
+                try:
+                    await self._sock.sendto(data, dest)
+                except OSError:
+                    counters["send_errors"] += 1
+                else:
+                    counters["datagrams_sent"] += 1
 
     def _deliver(self, action: Deliver) -> None:
         self.counters["delivered"] += 1

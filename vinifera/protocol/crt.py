@@ -17,6 +17,7 @@ import math
 from collections.abc import Hashable, Iterator, Mapping
 
 from vinifera.ranges import IntervalSet
+from vinifera.ring import RING_BITS
 from vinifera.subscription import Subscription
 
 
@@ -44,6 +45,40 @@ class CrtEntry:
         return self.old is not None and self.old_expiry >= now and self.old.contains(key)
 
 
+class KeyIndex:
+    """Which entries may hold a key: the ring cut into 2^BITS buckets, each
+    listing the entries whose keys (current and old) touch it; an entry
+    spanning more than WIDE buckets is kept on one list checked for every
+    key. Answers are candidates (a superset); callers check `holds`. It
+    turns the per-event scan of every CRT entry into a look at a few."""
+
+    BITS = 10
+    WIDE = 32
+
+    __slots__ = ("buckets", "wide")
+
+    def __init__(self, rows: Mapping[Hashable, Mapping[Hashable, CrtEntry]]) -> None:
+        shift = RING_BITS - self.BITS
+        self.buckets: dict[int, list[tuple[int, Hashable, CrtEntry]]] = {}
+        self.wide: list[tuple[int, Hashable, CrtEntry]] = []
+        for order, (nb, row) in enumerate(rows.items()):
+            for entry in row.values():
+                item = (order, nb, entry)
+                cells: set[int] = set()
+                for lo, hi in entry.all_ranges().intervals:
+                    cells.update(range(lo >> shift, (hi >> shift) + 1))
+                    if len(cells) > self.WIDE:
+                        break
+                if len(cells) > self.WIDE:
+                    self.wide.append(item)
+                else:
+                    for c in cells:
+                        self.buckets.setdefault(c, []).append(item)
+
+    def candidates(self, key: int) -> list[tuple[int, Hashable, CrtEntry]]:
+        return self.buckets.get(key >> (RING_BITS - self.BITS), []) + self.wide
+
+
 class Crt:
     def __init__(self, max_entries_per_row: int, max_rows_per_attribute: int) -> None:
         self.max_entries_per_row = max_entries_per_row
@@ -53,6 +88,9 @@ class Crt:
         # attribute -> owner -> neighbours it came through (for re-routing an owner)
         self.by_owner: dict[str, dict[Hashable, dict[Hashable, None]]] = {}
         self.refused = 0  # entries refused by the caps
+        # attribute -> stabbing index over every entry's keys, rebuilt after
+        # a structural change (see KeyIndex); None when stale.
+        self._index: dict[str, KeyIndex | None] = {}
 
     def upsert(
         self,
@@ -81,6 +119,7 @@ class Crt:
                 return False
             row[owner] = CrtEntry(sub, ranges, expiry, heard)
             self.by_owner.setdefault(attr, {}).setdefault(owner, {})[neighbour] = None
+            self._index[attr] = None
             return True
         entry.expiry = expiry
         if heard > entry.heard:
@@ -94,6 +133,8 @@ class Crt:
             entry.old_expiry = expiry
         changed_sub = entry.sub != sub
         entry.sub = sub
+        if entry.ranges != ranges:
+            self._index[attr] = None
         entry.ranges = ranges
         return changed_sub or not before.covers(ranges)
 
@@ -102,6 +143,7 @@ class Crt:
         if row is None or owner not in row:
             return False
         del row[owner]
+        self._index[attr] = None
         if not row:
             del self.rows[attr][neighbour]
         owners = self.by_owner[attr]
@@ -184,15 +226,21 @@ class Crt:
     ) -> list[Hashable]:
         """Neighbours down whose branch this event must go: some entry's
         ranges hold the event's key and its subscription matches in full."""
-        out = []
-        for nb, row in self.rows.get(attr, {}).items():
-            if nb == exclude:
-                continue
-            for entry in row.values():
-                if entry.expiry >= now and entry.holds(key, now) and entry.sub.matches(values):
-                    out.append(nb)
-                    break
-        return out
+        index = self._index.get(attr)
+        if index is None:
+            index = self._index[attr] = KeyIndex(self.rows.get(attr, {}))
+        found: dict[int, Hashable] = {}
+        for order, nb, entry in index.candidates(key):
+            if (
+                order not in found
+                and nb != exclude
+                and entry.expiry >= now
+                and entry.holds(key, now)
+                and entry.sub.matches(values)
+            ):
+                found[order] = nb
+        # row order, as a scan of the rows would give: runs stay reproducible
+        return [found[k] for k in sorted(found)]
 
     def entries_in(self, attr: str, keys: IntervalSet) -> Iterator[tuple]:
         """(neighbour, owner, entry-part) for every entry overlapping keys:
