@@ -161,3 +161,24 @@ async def test_a_node_without_the_key_cannot_join(tmp_path):
         )
         await wait_for(lambda: a.status()["counters"].get("bad_mac", 0) >= 3, 20, "join attempts")
         assert a.status()["view"] == [] and stranger.status()["view"] == []
+
+
+async def test_a_flooding_peer_is_rate_limited():
+    async with AsyncExitStack() as stack:
+        node = await stack.enter_async_context(
+            vinifera.Node(SCHEMA, period=PERIOD, seed=1, peer_rate=20.0, peer_burst=10)
+        )
+        sock = trio.socket.socket(type=trio.socket.SOCK_DGRAM)
+        stack.enter_context(sock)
+        await sock.bind(("127.0.0.1", 0))
+        me = f"127.0.0.1:{sock.getsockname()[1]}"
+        host, port = node.address.rsplit(":", 1)
+        ping = encode(m.Ping(Profile(me, 1, None)))
+        for _ in range(500):
+            await sock.sendto(ping, (host, int(port)))
+        await wait_for(
+            lambda: node.status()["counters"].get("datagrams_received", 0) >= 400, 10, "flood"
+        )
+        counters = node.status()["counters"]
+        assert counters["rate_limited"] >= 300
+        assert counters.get("messages_received", 0) <= 10 + 20 * 10  # burst + rate x time
