@@ -9,7 +9,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 from vinifera.daemon.control import ControlError, request
 from vinifera.schema import Schema
 from vinifera.subscription import Event
+from vinifera.swarm.backends import node_command
 from vinifera.wire import parse_address
 
 PERIOD = 0.25
@@ -43,8 +43,7 @@ SUBSCRIPTIONS = [
 
 
 def cli() -> list[str]:
-    script = Path(sys.executable).with_name("vinifera-node")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "vinifera.cli.node"]
+    return node_command()
 
 
 class ProcessSwarm:
