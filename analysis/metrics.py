@@ -283,12 +283,9 @@ def _presence(lifes: DataFrame, start: float, width: float, count: int) -> DataF
     per life and time window it touches."""
     if count == 0:
         return lifes.select("node", F.lit(0).alias("w")).where(F.lit(False))
-    last = F.lit(count - 1)
-    first_w = F.greatest(F.floor((F.col("joined") - start) / width), F.lit(0)).cast("int")
-    last_w = (
-        F.when(F.col("ended") == float("inf"), last)
-        .otherwise(F.least(F.floor((F.col("ended") - start) / width), last))
-        .cast("int")
+    first_w = truth.window_index(F.col("joined"), start, width, count)
+    last_w = F.when(F.col("ended") == float("inf"), F.lit(count - 1)).otherwise(
+        truth.window_index(F.col("ended"), start, width, count)
     )
     spread = lifes.where(last_w >= first_w).select(
         "node", "joined", "ended", F.explode(F.sequence(first_w, last_w)).alias("w")

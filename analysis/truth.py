@@ -20,7 +20,7 @@ file, or the daemon's file per node).
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from vinifera.analysis import typed
@@ -46,15 +46,22 @@ def events(
             F.struct(*[c for c in in_window.columns if c != "eid"]), F.struct("t", "seq")
         ).alias("r")
     )
-    w = F.floor((F.col("t") - F.lit(start)) / F.lit(width)).cast("int")
+    w = window_index(F.col("t"), start, width, count)
     evs = last.select("eid", "r.*").select(
         "eid",
         "t",
         "node",
-        F.least(F.greatest(w, F.lit(0)), F.lit(max(count - 1, 0))).alias("w"),
+        w.alias("w"),
         *[typed.e_col(i) for i in range(len(schema))],
     )
     return evs, publish
+
+
+def window_index(t: Column, start: float, width: float, count: int) -> Column:
+    """floor((t - start) / width) within [0, count - 1], clamped before the
+    cast to int (Spark's ANSI mode refuses overflowing casts)."""
+    x = (t - F.lit(start)) / F.lit(width)
+    return F.floor(F.least(F.greatest(x, F.lit(0.0)), F.lit(max(count - 1, 0) * 1.0))).cast("int")
 
 
 def lives(records: DataFrame) -> DataFrame:

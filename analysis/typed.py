@@ -76,7 +76,7 @@ def _typed(attr: Attribute, text: Column) -> tuple[Column, Column]:
 
 def _pick(lists: Column, name: str) -> tuple[Column, Column]:
     """(elements of a [[name, ...], ...] list whose first item is name, their count)."""
-    found = F.filter(lists, lambda x: x[0] == F.lit(name))
+    found = F.filter(lists, lambda x: F.get(x, 0) == F.lit(name))
     return found, F.size(found)
 
 
@@ -84,8 +84,8 @@ def _shape_ok(lists: Column, schema: Schema, width: int) -> Column:
     names = F.array(*[F.lit(a.name) for a in schema])
     return (
         (F.size(lists) >= 1)
-        & F.forall(lists, lambda x: (F.size(x) == width) & F.array_contains(names, x[0]))
-        & (F.size(F.array_distinct(F.transform(lists, lambda x: x[0]))) == F.size(lists))
+        & F.forall(lists, lambda x: (F.size(x) == width) & F.array_contains(names, F.get(x, 0)))
+        & (F.size(F.array_distinct(F.transform(lists, lambda x: F.get(x, 0)))) == F.size(lists))
     )
 
 
@@ -95,7 +95,7 @@ def event_columns(values: Column, schema: Schema) -> tuple[list[Column], Column]
     ok = values.isNotNull() & _shape_ok(values, schema, 2)
     for i, attr in enumerate(schema):
         found, n = _pick(values, attr.name)
-        v, valid = _typed(attr, found[0][1])
+        v, valid = _typed(attr, F.get(F.get(found, 0), 1))
         cols.append(F.when(n == 1, v).alias(e_col(i)))
         ok = ok & ((n == 0) | valid)
     return cols, F.coalesce(ok, F.lit(False))
@@ -109,8 +109,9 @@ def subscription_columns(sub: Column, schema: Schema) -> tuple[list[Column], Col
     ok = _shape_ok(sub, schema, 3)
     for i, attr in enumerate(schema):
         found, n = _pick(sub, attr.name)
-        lo, lo_ok = _typed(attr, found[0][1])
-        hi, hi_ok = _typed(attr, found[0][2])
+        item = F.get(found, 0)
+        lo, lo_ok = _typed(attr, F.get(item, 1))
+        hi, hi_ok = _typed(attr, F.get(item, 2))
         cols += [F.when(n == 1, lo).alias(lo_col(i)), F.when(n == 1, hi).alias(hi_col(i))]
         ok = ok & ((n == 0) | (lo_ok & hi_ok & (lo <= hi)))
     return cols, sub.isNull() | F.coalesce(ok, F.lit(False))
@@ -139,8 +140,9 @@ def bucket(attr: Attribute, v: Column) -> Column:
     span = float(attr.max) - float(attr.min)
     if span <= 0:
         return F.lit(0)
-    b = F.floor((v.cast("double") - F.lit(float(attr.min))) / F.lit(span) * F.lit(BUCKETS))
-    return F.least(F.greatest(b, F.lit(0)), F.lit(BUCKETS - 1)).cast("int")
+    b = (v.cast("double") - F.lit(float(attr.min))) / F.lit(span) * F.lit(float(BUCKETS))
+    # Clamped before the cast: Spark's ANSI mode refuses overflowing casts.
+    return F.floor(F.least(F.greatest(b, F.lit(0.0)), F.lit(BUCKETS - 1.0))).cast("int")
 
 
 def index_attribute(schema: Schema) -> tuple[Column, Column, Column]:
