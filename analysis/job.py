@@ -119,7 +119,10 @@ def _analyze(spark, spec, records, out, say) -> RunResult:
     }
     result = RunResult(spec, start, end, count, summary, m.windows, m.hops, m.load_hist, inputs)
     say("writing tables")
-    result.tables = tables.write_run(spark, result, m.node_load, out / spec.label)
+    try:
+        result.tables = tables.write_run(spark, result, m.node_load, out / spec.label)
+    finally:
+        m.release()
     return result
 
 
@@ -143,5 +146,6 @@ def analyze(
         "master": spark.sparkContext.master,
         "requested_master": master,
     }
-    path = report.write(out, results, figures, spark_info, PROBLEMS)
+    summary = tables.write_summary(spark, results, out)
+    path = report.write(out, results, figures, summary, spark_info, PROBLEMS)
     return path, results

@@ -55,8 +55,15 @@ class Measurements:
     windows: list[dict]  # one per time window, in order
     hops: list[tuple[int, int]]  # (hops, delivered pairs), ascending
     load_hist: list[tuple[int, int]]  # (events forwarded, nodes), ascending
-    node_load: DataFrame  # node, forwarded, load: nodes alive in the window
+    node_load: DataFrame  # node, forwarded, load: nodes alive in the window (cached)
     extra: dict = field(default_factory=dict)
+    cached: list = field(default_factory=list)
+
+    def release(self) -> None:
+        """Drop the cached DataFrames (once the tables are written)."""
+        for df in self.cached:
+            df.unpersist()
+        self.cached.clear()
 
 
 def ratio(num: int, den: int) -> float | None:
@@ -100,7 +107,8 @@ def measure(
 ) -> Measurements:
     """Everything, from the usable records of one run (cache `valid` first).
 
-    `count` windows of `width` seconds cover [start, end)."""
+    `count` windows of `width` seconds cover [start, end). Call release() on
+    the result when done with node_load."""
     persisted: list[DataFrame] = []
 
     def keep(df: DataFrame) -> DataFrame:
@@ -108,10 +116,13 @@ def measure(
         return persisted[-1]
 
     try:
-        return _measure(valid, schema, start, end, deadline, width, count, keep, progress)
-    finally:
+        m = _measure(valid, schema, start, end, deadline, width, count, keep, progress)
+    except BaseException:
         for df in persisted:
             df.unpersist()
+        raise
+    m.cached = persisted
+    return m
 
 
 def _measure(valid, schema, start, end, deadline, width, count, keep, progress) -> Measurements:
@@ -201,7 +212,7 @@ def _measure(valid, schema, start, end, deadline, width, count, keep, progress) 
     in_window = (
         lifes.where((F.col("joined") < end) & (F.col("ended") > start)).select("node").distinct()
     )
-    node_load = (
+    node_load = keep(
         in_window.join(
             forwarded.groupBy("node").agg(F.sum("forwarded").alias("forwarded")), "node", "left"
         )

@@ -61,7 +61,9 @@ def _rel(path, out: Path) -> str:
     return os.path.relpath(path, out)
 
 
-def write(out: Path, results, figures: dict, spark: dict, problems_doc: dict) -> Path:
+def write(
+    out: Path, results, figures: dict, summary: dict, spark: dict, problems_doc: dict
+) -> Path:
     labels = [r.spec.label for r in results]
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     md = [
@@ -107,9 +109,14 @@ def write(out: Path, results, figures: dict, spark: dict, problems_doc: dict) ->
                 for a in spec.schema
             ),
         ]
-        if spec.manifest is not None:
-            argv = " ".join(spec.manifest.get("argv", []))
-            md.append(f"- simulator command: `vinifera {argv}`")
+        cfg = (spec.manifest or {}).get("config")
+        if isinstance(cfg, dict):
+            md.append(
+                f"- simulator run (manifest.json): {cfg.get('system')}, {cfg.get('nodes')} nodes, "
+                f"{cfg.get('rounds')} rounds, seed {cfg.get('seed')}, "
+                f"{cfg.get('events_per_round')} events per round, {cfg.get('subscriptions')} "
+                f"subscriptions, churn {cfg.get('churn') or 'none'}"
+            )
         if inp["problems"]:
             md += ["", f"Malformed lines ({s['malformed_lines']}, skipped or read as noted):", ""]
             md += _table(
@@ -130,11 +137,17 @@ def write(out: Path, results, figures: dict, spark: dict, problems_doc: dict) ->
         if len(r.windows) > _MAX_WINDOW_ROWS:
             md.append(f"\n({len(r.windows) - _MAX_WINDOW_ROWS} more rows in the windows table.)")
         md.append("")
-    md += ["## Tables", "", "Parquet (Spark) and CSV, per run:", ""]
+    md += [
+        "## Tables",
+        "",
+        "Parquet (written by Spark) and CSV; docs/analysis.md describes them.",
+        "",
+    ]
+    md.append(f"- all runs: summary: {', '.join(f'`{_rel(p, out)}`' for p in summary.values())}")
     for r in results:
         md.append(f"- {r.spec.label}:")
         for name, paths in r.tables.items():
-            md.append(f"  - {name}: `{_rel(paths['parquet'], out)}`, `{_rel(paths['csv'], out)}`")
+            md.append(f"  - {name}: " + ", ".join(f"`{_rel(p, out)}`" for p in paths.values()))
     md.append("")
     path = out / "report.md"
     path.write_text("\n".join(md), encoding="utf-8")

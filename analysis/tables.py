@@ -4,7 +4,8 @@ Small tables (one row per run, per time window, per hop count, per load
 value) are built on the driver from aggregates and written as one Parquet
 file each plus a plain CSV file. The per-node load table grows with the
 swarm, so Spark writes it straight from the cluster, both formats, as
-directories of part files.
+directories of part files. What was read (files, malformed lines by
+problem) is bookkeeping: CSV only.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def write_small(spark: SparkSession, rows: list[dict], columns, base: Path) -> d
     with csv_path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(names)
-        w.writerows(["" if v is None else v for v in row] for row in data)
+        w.writerows([_blank(v) for v in row] for row in data)
     return {"parquet": str(parquet), "csv": str(csv_path)}
 
 
@@ -106,6 +107,24 @@ def write_large(df: DataFrame, base: Path) -> dict:
     df.write.mode("overwrite").parquet(str(parquet))
     df.write.mode("overwrite").option("header", True).csv(str(csv_dir))
     return {"parquet": str(parquet), "csv": str(csv_dir)}
+
+
+def write_csv(rows: list[dict], columns, path: Path) -> dict:
+    names = [n for n, _ in columns]
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(names)
+        w.writerows([_blank(r.get(n)) for n in names] for r in rows)
+    return {"csv": str(path)}
+
+
+def _blank(v):
+    return "" if v is None else v
+
+
+def write_summary(spark: SparkSession, results, out: Path) -> dict:
+    """One row per run: out/summary.parquet and out/summary.csv."""
+    return write_small(spark, [r.summary for r in results], SUMMARY_COLUMNS, out / "summary")
 
 
 def write_run(spark: SparkSession, result, node_load: DataFrame, folder: Path) -> dict:
@@ -132,11 +151,10 @@ def write_run(spark: SparkSession, result, node_load: DataFrame, folder: Path) -
         )
     problems = [{"problem": k, "records": v} for k, v in sorted(result.inputs["problems"].items())]
     return {
-        "summary": write_small(spark, [result.summary], SUMMARY_COLUMNS, t / "summary"),
         "windows": write_small(spark, result.windows, WINDOW_COLUMNS, t / "windows"),
         "path_length": write_small(spark, hops, HOPS_COLUMNS, t / "path_length"),
         "load_cdf": write_small(spark, cdf, LOAD_CDF_COLUMNS, t / "load_cdf"),
         "node_load": write_large(node_load, t / "node_load"),
-        "inputs": write_small(spark, result.inputs["files"], INPUT_COLUMNS, t / "inputs"),
-        "problems": write_small(spark, problems, PROBLEM_COLUMNS, t / "problems"),
+        "inputs": write_csv(result.inputs["files"], INPUT_COLUMNS, t / "inputs.csv"),
+        "problems": write_csv(problems, PROBLEM_COLUMNS, t / "problems.csv"),
     }

@@ -14,8 +14,10 @@ def spark():
     pytest.importorskip("pyspark")
     from vinifera.analysis import session
 
-    # Few shuffle partitions: the test logs are tiny, and every task costs.
-    spark_, ours = session.start("local[2]", {"spark.sql.shuffle.partitions": "2"})
+    # Tiny logs: few shuffle partitions, and no adaptive re-planning (each
+    # adaptive stage is one more job, and jobs cost more than the data here).
+    conf = {"spark.sql.shuffle.partitions": "2", "spark.sql.adaptive.enabled": "false"}
+    spark_, ours = session.start("local[2]", conf)
     yield spark_
     if ours:
         spark_.stop()
