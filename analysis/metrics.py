@@ -149,7 +149,10 @@ def _measure(valid, schema, start, end, deadline, width, count, keep, progress) 
     first = deliveries.groupBy("eid", "node", "w").agg(
         F.min(F.struct("t", "seq", "hops")).alias("first"), F.count(F.lit(1)).alias("n")
     )
-    expected = truth.expected_pairs(evs, subs, lifes, schema, deadline)
+    overlapping = truth.overlapping_lives(lifes)
+    expected = truth.expected_pairs(
+        evs, subs, lifes, schema, deadline, start, end, dedupe=overlapping > 0
+    )
     got = keep(
         expected.join(first.drop("w"), ["eid", "node"], "left").select(
             "w",

@@ -103,41 +103,104 @@ def subscriptions(records: DataFrame, schema: Schema) -> DataFrame:
     )
 
 
+# The expected-pairs join: an event meets the (subscription version, life)
+# intervals that cover its time. Intervals spanning at most SHORT of the
+# TIME_BUCKETS slices of the measurement window join on (value bucket, time
+# slice), so a long log of short-lived nodes does not pair every event with
+# every node that ever lived; longer ones (a simulator's nodes live through
+# the whole run) join on the value bucket alone, without being multiplied.
+TIME_BUCKETS = 64
+SHORT = 4
+
+
 def expected_pairs(
-    evs: DataFrame, subs: DataFrame, lifes: DataFrame, schema: Schema, deadline: float
+    evs: DataFrame,
+    subs: DataFrame,
+    lifes: DataFrame,
+    schema: Schema,
+    deadline: float,
+    start: float,
+    end: float,
+    dedupe: bool = False,
 ) -> DataFrame:
     """(eid, node, t, w) for every expected pair."""
+    d = len(schema)
     has_sub = F.lit(False)
-    for i in range(len(schema)):
+    for i in range(d):
         has_sub = has_sub | F.col(typed.lo_col(i)).isNotNull()
-    # Versions never in force (a later record at the same time) match nothing.
-    versions = subs.where(has_sub & (F.col("since") < F.col("until")))
-    ix, blo, bhi = typed.index_attribute(schema)
-    sub_b = versions.select(
-        "node",
-        "since",
-        "until",
-        *[c for i in range(len(schema)) for c in (typed.lo_col(i), typed.hi_col(i))],
-        ix.alias("ix"),
-        F.explode(F.sequence(blo, bhi)).alias("b"),
-    )
-    ev_b = evs.select("*", F.explode(typed.event_buckets(schema)).alias("k")).select(
-        "*", F.col("k.ix").alias("ix"), F.col("k.b").alias("b")
-    )
-    s, e = sub_b.alias("s"), ev_b.alias("e")
-    cand = (
-        e.join(s, (F.col("e.ix") == F.col("s.ix")) & (F.col("e.b") == F.col("s.b")))
-        .where((F.col("s.since") <= F.col("e.t")) & (F.col("e.t") < F.col("s.until")))
-        .where(
-            typed.matches(schema, sub=lambda c: F.col(f"s.{c}"), event=lambda c: F.col(f"e.{c}"))
+    bounds = [c for i in range(d) for c in (typed.lo_col(i), typed.hi_col(i))]
+    v, lv = subs.where(has_sub).alias("v"), lifes.alias("l")
+    # Event times t that count: since <= t < until, joined <= t <= ended - deadline.
+    spans = (
+        v.join(lv, F.col("v.node") == F.col("l.node"))
+        .select(
+            "v.node",
+            F.greatest("v.since", "l.joined").alias("t_from"),
+            F.col("v.until").alias("t_until"),
+            "l.ended",
+            # For slicing only, with slack: the exact test is t + deadline <= ended.
+            (F.col("l.ended") - F.lit(deadline) + F.lit(1e-6 * (end - start) / TIME_BUCKETS)).alias(
+                "t_last"
+            ),
+            *[F.col(f"v.{b}") for b in bounds],
         )
-        .select(F.col("e.eid").alias("eid"), F.col("s.node").alias("node"), "e.t", "e.w")
+        .where(
+            (F.col("t_from") < F.col("t_until"))
+            & (F.col("t_from") + F.lit(deadline) <= F.col("ended"))
+            & (F.col("t_from") < end)
+            & (F.col("t_until") > start)
+            & (F.col("t_last") >= start)
+        )
     )
-    c, lv = cand.alias("c"), lifes.alias("l")
-    return c.join(
-        lv,
-        (F.col("c.node") == F.col("l.node"))
-        & (F.col("l.joined") <= F.col("c.t"))
-        & (F.col("l.ended") >= F.col("c.t") + F.lit(deadline)),
-        "left_semi",
+    ix, blo, bhi = typed.index_attribute(schema)
+    slice_width = (end - start) / TIME_BUCKETS
+    first = window_index(F.col("t_from"), start, slice_width, TIME_BUCKETS)
+    last = window_index(F.least("t_until", "t_last"), start, slice_width, TIME_BUCKETS)
+    spans = spans.select("*", ix.alias("ix"), blo.alias("blo"), bhi.alias("bhi"),
+                         first.alias("s0"), last.alias("s1"))  # fmt: skip
+    keep = ["node", "t_from", "t_until", "ended", *bounds, "ix"]
+    short = (
+        spans.where(F.col("s1") - F.col("s0") < SHORT)
+        .select(*keep, F.explode(F.sequence("blo", "bhi")).alias("b"), "s0", "s1")
+        .select(*keep, "b", F.explode(F.sequence("s0", "s1")).alias("ts"))
     )
+    long = spans.where(F.col("s1") - F.col("s0") >= SHORT).select(
+        *keep, F.explode(F.sequence("blo", "bhi")).alias("b")
+    )
+    ev_b = evs.select(
+        "*",
+        F.explode(typed.event_buckets(schema)).alias("k"),
+        window_index(F.col("t"), start, slice_width, TIME_BUCKETS).alias("ts"),
+    ).select("*", F.col("k.ix").alias("ix"), F.col("k.b").alias("b"))
+
+    def candidates(side: DataFrame, keys: list[str]) -> DataFrame:
+        s, e = side.alias("s"), ev_b.alias("e")
+        on = [F.col(f"e.{k}") == F.col(f"s.{k}") for k in keys]
+        cond = on[0]
+        for c in on[1:]:
+            cond = cond & c
+        return (
+            e.join(s, cond)
+            .where(
+                (F.col("s.t_from") <= F.col("e.t"))
+                & (F.col("e.t") < F.col("s.t_until"))
+                & (F.col("s.ended") >= F.col("e.t") + F.lit(deadline))
+            )
+            .where(
+                typed.matches(
+                    schema, sub=lambda c: F.col(f"s.{c}"), event=lambda c: F.col(f"e.{c}")
+                )
+            )
+            .select(F.col("e.eid").alias("eid"), F.col("s.node").alias("node"), "e.t", "e.w")
+        )
+
+    pairs = candidates(short, ["ix", "b", "ts"]).unionByName(candidates(long, ["ix", "b"]))
+    # Overlapping lives (a second join without a leave) could find a pair twice.
+    return pairs.dropDuplicates(["eid", "node"]) if dedupe else pairs
+
+
+def overlapping_lives(lifes: DataFrame) -> int:
+    """How many lives overlap the node's next one."""
+    order = Window.partitionBy("node").orderBy("joined")
+    nxt = lifes.select("ended", F.lead("joined").over(order).alias("next"))
+    return nxt.where(F.col("ended") > F.col("next")).count()

@@ -17,15 +17,17 @@ daemon writes them; some gzipped, one in a sub-folder):
      expected because it lives exactly until 22 + 5, and it never arrives
   y  [0, 1000], leaves at 10, rejoins at 30 with [900, 1000]: gets E3
   z  [0, 1000], gone at 5: before the window, not a node of the window
+  w  [600, 700], lives only from 36 to 42.5 (a short life, which the
+     expected-pairs join slices by time): wants and gets E6
 
 Events: E0 (t 5) and E4 (t 41) lie outside the window; E1 (12, 50), E2 (22,
-500), E3 (32, 950); E5 (35, 700) is wanted by nobody.
+500), E3 (32, 950), E6 (37, 650); E5 (35, 700) is wanted by nobody.
 
-Expected pairs: E1 {p, a, r, x}, E2 {a, x}, E3 {d, y}, E5 {} = 8.
+Expected pairs: E1 {p, a, r, x}, E2 {a, x}, E3 {d, y}, E5 {}, E6 {w} = 9.
 Delivered in time: p (0 hops), a (2), r (1) for E1; a (3) for E2; d (2) and
-y (1) for E3 = 6, 9 hops. Event messages of counted events: 17, of which 8
-to uninterested nodes and 1 dropped. Load: r forwarded 4 of the 4 events,
-d 2; 8 nodes alive in the window (z is not), 6 of them with load 0.
+y (1) for E3; w (1) for E6 = 7, 10 hops. Event messages of counted events:
+18, of which 8 to uninterested nodes and 1 dropped. Load: r forwarded 4 of
+the 5 events, d 2; 9 nodes alive in the window (z is not), 7 with load 0.
 A file of malformed lines rides along: counted, reported, skipped.
 """
 
@@ -38,8 +40,8 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-EIDS = {"E0": 100, "E1": 101, "E2": 102, "E3": 103, "E4": 104, "E5": 105}
-VALUES = {"E0": 50.0, "E1": 50.0, "E2": 500.0, "E3": 950.0, "E4": 50.0, "E5": 700.0}
+EIDS = {"E0": 100, "E1": 101, "E2": 102, "E3": 103, "E4": 104, "E5": 105, "E6": 106}
+VALUES = {"E0": 50.0, "E1": 50.0, "E2": 500.0, "E3": 950.0, "E4": 50.0, "E5": 700.0, "E6": 650.0}
 SCHEMA_TOML = '[attributes.a0]\ntype = "float"\nmin = 0\nmax = 1000\n'
 
 
@@ -82,6 +84,7 @@ NODES = {
         publish(22.0, "E2"),
         publish(32.0, "E3"),
         publish(35.0, "E5"),
+        publish(37.0, "E6"),
         publish(41.0, "E4"),
         deliver(41.0, "p", "E4", 0),
     ],
@@ -143,6 +146,12 @@ NODES = {
         deliver(32.5, "y", "E3", 1),
     ],
     "z": [join(0.0, "z", 0, 1000), rec(5.0, "z", "leave")],
+    "w": [
+        join(36.0, "w", 600, 700),
+        recv(37.1, "w", "E6", True, 0),
+        deliver(37.2, "w", "E6", 1),
+        rec(42.5, "w", "leave"),
+    ],
 }
 
 # Malformed lines, by the problem they should be counted under.
@@ -196,19 +205,19 @@ def test_metrics_are_the_known_answers(analyzed):
 
 
 EXPECTED = {
-    "events_published": 4,
-    "expected_pairs": 8,
-    "delivered_pairs": 6,
-    "hit_ratio": 0.75,
+    "events_published": 5,
+    "expected_pairs": 9,
+    "delivered_pairs": 7,
+    "hit_ratio": round(7 / 9, 6),
     "false_positives": 1,
     "duplicates": 1,
-    "traffic_overhead": round(8 / 17, 6),
-    "event_messages": 17,
+    "traffic_overhead": round(8 / 18, 6),
+    "event_messages": 18,
     "event_messages_dropped": 1,
-    "path_length": 1.5,
-    "load_max": 1.0,
-    "load_p95": 1.0,
-    "nodes_in_window": 9,  # the 8 above and q2 (its invalid subscription read as none)
+    "path_length": round(10 / 7, 6),
+    "load_max": 0.8,
+    "load_p95": 0.8,
+    "nodes_in_window": 10,  # the 9 above and q2 (its invalid subscription read as none)
     "malformed_lines": 10,
 }
 
@@ -240,8 +249,8 @@ def test_per_window(analyzed):
         (1, 4, 3, 0.75, 0, 0, 5, 1, 0, 1.0, 1.0, 7, 0, 2),
         # [20, 30): E2. Alive at 20: p a d r x q2; c joins, x crashes.
         (1, 2, 1, 0.5, 1, 1, 6, 3, 0, 3.0, 1.0, 6, 1, 1),
-        # [30, 40): E3, E5. Alive at 30: p a c d r q2 y (joined at 30).
-        (2, 2, 2, 1.0, 0, 0, 6, 4, 1, 1.5, 1.0, 7, 1, 0),
+        # [30, 40): E3, E5, E6. Alive at 30: p a c d r q2 y (joined at 30); w joins.
+        (3, 3, 3, 1.0, 0, 0, 7, 4, 1, round(4 / 3, 6), round(2 / 3, 6), 7, 2, 0),
     ]
     assert [(w["start"], w["end"]) for w in result.windows] == [(10, 20), (20, 30), (30, 40)]
 
@@ -261,7 +270,7 @@ def test_reads_plain_gzip_and_nested_files_only(analyzed):
     _, _, result = analyzed
     names = sorted(Path(f["file"]).name for f in result.inputs["files"])
     assert names == sorted(["bad.jsonl", "a.jsonl.gz", "x.jsonl.gz", "z.jsonl"]
-                           + [f"{n}.jsonl" for n in "bcdpry"])  # fmt: skip
+                           + [f"{n}.jsonl" for n in "bcdprwy"])  # fmt: skip
     lines = sum(len(r) for r in NODES.values()) + len(BAD)
     assert result.inputs["records"] == lines  # the blank line is not a record
 
@@ -280,10 +289,10 @@ def test_outputs(analyzed, spark):
     assert windows.count() == 3
     loads = spark.read.parquet(str(out / "logs" / "tables" / "node_load.parquet"))
     got = {r["node"]: (r["forwarded"], r["load"]) for r in loads.collect()}
-    assert got["r"] == (4, 1.0) and got["d"] == (2, 0.5) and got["p"] == (0, 0.0)
-    assert "z" not in got and len(got) == 9
+    assert got["r"] == (4, 0.8) and got["d"] == (2, 0.4) and got["p"] == (0, 0.0)
+    assert "z" not in got and len(got) == 10
     csv = (out / "logs" / "tables" / "path_length.csv").read_text().splitlines()
-    assert csv == ["hops,pairs,fraction", f"0,1,{1 / 6}", f"1,2,{2 / 6}", f"2,2,{2 / 6}",
-                   f"3,1,{1 / 6}"]  # fmt: skip
+    assert csv == ["hops,pairs,fraction", f"0,1,{1 / 7}", f"1,3,{3 / 7}", f"2,2,{2 / 7}",
+                   f"3,1,{1 / 7}"]  # fmt: skip
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["logs"]["hit_ratio"] == 0.75
+    assert summary["logs"]["hit_ratio"] == round(7 / 9, 6)
