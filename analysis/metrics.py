@@ -130,6 +130,7 @@ def _measure(valid, schema, start, end, deadline, width, count, keep, progress) 
     evs = keep(evs)
     lifes = keep(truth.lives(valid))
     subs = keep(truth.subscriptions(valid, schema))
+    progress("ground truth: events, lives, subscriptions")
     invalid_events = publish.where(~F.col("valid")).count()
     invalid_subs = subs.where(~F.col("valid")).count()
     per_w: dict[int, dict] = {w: dict.fromkeys(_COUNTS, 0) for w in range(count)}
@@ -138,8 +139,8 @@ def _measure(valid, schema, start, end, deadline, width, count, keep, progress) 
         for w, figures in table.items():
             per_w[w].update(figures)
 
-    progress("events and expected pairs")
     add(_by_window(evs, events_published=F.count(F.lit(1))))
+    progress("expected pairs")
     ev_w = evs.select("eid", "w")
     deliveries = keep(
         valid.where(F.col("ev") == "deliver")
@@ -169,6 +170,7 @@ def _measure(valid, schema, start, end, deadline, width, count, keep, progress) 
             hops_total=F.sum(F.when(hit, F.col("hops"))),
         )
     )
+    progress("path lengths")
     hops = sorted((r[0], r[1]) for r in got.where(hit).groupBy("hops").count().collect())
 
     progress("false positives and duplicates")
@@ -225,6 +227,7 @@ def _measure(valid, schema, start, end, deadline, width, count, keep, progress) 
         )
     )
     load_hist = sorted((r[0], r[1]) for r in node_load.groupBy("forwarded").count().collect())
+    progress("load per time window")
     present = _presence(lifes, start, width, count)
     window_load = (
         present.where("overlaps")

@@ -1,11 +1,12 @@
 """Reading node logs (docs/logs.md, schema v1) into one Spark DataFrame.
 
-Lines are read as text and parsed with an explicit schema, so that a bad
-line becomes a counted problem instead of a failed job (or a silently
-inferred schema). Heterogeneous lists (subscriptions `[attr, lo, hi]`, event
-values `[attr, value]`) are read as arrays of strings: Spark renders a JSON
-number into a string field as a text that parses back to the same double,
-and analysis/typed.py types them by the attribute schema.
+Lines are parsed with an explicit schema (Spark's JSON reader, permissive,
+keeping unparseable lines aside), so that a bad line becomes a counted
+problem instead of a failed job or a silently inferred schema.
+Heterogeneous lists (subscriptions `[attr, lo, hi]`, event values
+`[attr, value]`) are read as arrays of strings: Spark renders a JSON number
+into a string field as a text that parses back to the same double, and
+analysis/typed.py types them by the attribute schema.
 """
 
 from __future__ import annotations
@@ -79,25 +80,18 @@ def read_records(spark: SparkSession, logdir: str) -> DataFrame:
     the tie-break for equal times), the RECORD_SCHEMA fields, and `problem`
     (null for a usable record, else a key of PROBLEMS). Not cached.
     """
-    raw = (
-        spark.read.option("recursiveFileLookup", "true")
+    parsed = (
+        spark.read.schema(RECORD_SCHEMA)
+        .option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", "_corrupt")
+        .option("recursiveFileLookup", "true")
         .option("pathGlobFilter", LOG_GLOB)
-        .text(logdir)
+        .json(logdir)
         .select(
-            F.col("value"),
             F.col("_metadata.file_path").alias("file"),
             F.monotonically_increasing_id().alias("seq"),
+            F.struct(*[F.col(f.name) for f in RECORD_SCHEMA.fields]).alias("r"),
         )
-        .where(F.trim(F.col("value")) != "")
-    )
-    parsed = raw.select(
-        "file",
-        "seq",
-        F.from_json(
-            "value",
-            RECORD_SCHEMA,
-            {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"},
-        ).alias("r"),
     )
     r = F.col("r")
     fields = [r[f.name].alias(f.name) for f in RECORD_SCHEMA.fields if f.name != "_corrupt"]
