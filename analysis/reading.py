@@ -84,6 +84,9 @@ def read_records(spark: SparkSession, logdir: str) -> DataFrame:
         spark.read.schema(RECORD_SCHEMA)
         .option("mode", "PERMISSIVE")
         .option("columnNameOfCorruptRecord", "_corrupt")
+        # A node killed while writing leaves a truncated gzip file: keep what
+        # decompresses instead of failing the whole job.
+        .option("ignoreCorruptFiles", "true")
         .option("recursiveFileLookup", "true")
         .option("pathGlobFilter", LOG_GLOB)
         .json(logdir)
@@ -102,6 +105,7 @@ def malformed_examples(spark: SparkSession, logdir: str, limit: int = 5) -> list
     """A few (file, line) pairs that failed to parse, for the report."""
     raw = (
         spark.read.option("recursiveFileLookup", "true")
+        .option("ignoreCorruptFiles", "true")
         .option("pathGlobFilter", LOG_GLOB)
         .text(logdir)
         .select("value", F.col("_metadata.file_path").alias("file"))
