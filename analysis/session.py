@@ -47,7 +47,8 @@ def start(
         conf.setdefault("spark.sql.shuffle.partitions", str(max(4, 2 * (os.cpu_count() or 1))))
         conf.setdefault("spark.driver.memory", "2g")
     conf.setdefault("spark.ui.showConsoleProgress", "false")
-    conf.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={_LOG4J}")
+    if not under_spark_submit():  # spark-submit has started the driver JVM already
+        conf.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={_LOG4J}")
     for key, value in conf.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()

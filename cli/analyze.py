@@ -119,10 +119,14 @@ def analyze(logdirs, out, master, window, deadline, start, end, schema_path, con
         spark, ours = session.start(master, conf)
     except Exception as err:  # noqa: BLE001 - py4j/JVM startup errors have no common type
         raise click.ClickException(f"could not start Spark (master {master}): {err}") from None
+    from pyspark.errors import AnalysisException
+
     try:
         report, results = job.analyze(spark, specs, out, progress=progress, master=master)
     except inputs.InputError as err:
         raise click.UsageError(str(err)) from None
+    except AnalysisException as err:  # e.g. a remote path that does not exist
+        raise click.ClickException(str(err).splitlines()[0]) from None
     finally:
         if ours:
             spark.stop()
