@@ -98,8 +98,8 @@ def write(
             f"({', '.join(f'{k} {v}' for k, v in inp['records_by_kind'].items())})",
             f"- logs span t = {_fmt(inp['logs_span'][0])} … {_fmt(inp['logs_span'][1])} s",
             f"- measurement window: events published in [{_fmt(s['window_start'])}, "
-            f"{_fmt(s['window_end'])}) s (from {spec.origin.get('window_start')} / "
-            f"{spec.origin.get('window_end')})",
+            f"{_fmt(s['window_end'])}) s (start from {spec.origin.get('window_start')}, "
+            f"end from {spec.origin.get('window_end')})",
             f"- delivery deadline: {_fmt(s['deadline'])} s (from {spec.origin.get('deadline')})",
             f"- time windows: {r.count} of {_fmt(s['window'])} s (from "
             f"{spec.origin.get('window')})",
