@@ -74,3 +74,26 @@ def test_valid_masters():
         assert valid_master(ok), ok
     for bad in ("", "local[0]", "local[x]", "spark:/h", "http://h"):
         assert not valid_master(bad), bad
+
+
+def test_library_never_imports_the_analysis():
+    from pathlib import Path
+
+    import vinifera
+
+    lib = Path(vinifera.__file__).parent
+    offenders = [
+        str(p)
+        for p in lib.rglob("*.py")
+        if "vinifera.analysis" in p.read_text() or "from vinifera import analysis" in p.read_text()
+    ]
+    assert offenders == []
+
+
+def test_other_commands_do_not_load_spark():
+    import subprocess
+    import sys
+
+    code = "import sys, vinifera.cli.main; print('pyspark' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
