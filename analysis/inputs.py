@@ -142,11 +142,12 @@ def resolve(
         )
 
     m_start = m_end = m_deadline = m_period = None
-    if manifest is not None and "config" in manifest:
+    if manifest is not None and manifest.get("config") is not None:
         m_start, m_end, m_deadline, m_period = _manifest_times(manifest, source)
     if label is None:
         # The simulator's system name ("vinifera", "baseline"), else the folder's.
-        system = (manifest or {}).get("config", {}).get("system")
+        cfg = (manifest or {}).get("config")
+        system = cfg.get("system") if isinstance(cfg, dict) else None
         label = system if isinstance(system, str) and system else dir_name
 
     def pick(name, flag, from_manifest, default):
