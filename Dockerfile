@@ -16,6 +16,7 @@ COPY pyproject.toml README.md ./
 COPY vinifera ./vinifera
 COPY cli ./cli
 COPY churn_traces ./churn_traces
+COPY analysis ./analysis
 RUN python3 -m pip install --no-cache-dir . \
     && useradd --create-home --uid 10001 vinifera
 

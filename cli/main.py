@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from vinifera import __version__
+from vinifera.cli.analyze import analyze
 from vinifera.cli.swarm import swarm
 from vinifera.cli.trace import trace
 
@@ -23,6 +24,7 @@ def main() -> None:
 
 
 main.add_command(trace)
+main.add_command(analyze)
 main.add_command(swarm)
 
 

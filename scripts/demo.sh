@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # The main job on its embedded defaults: set up .venv, simulate 300 nodes
 # with skewed subscriptions and 10 events per round, Vinifera and the
-# baseline on the same seed, keep their logs, and print the metrics side by
-# side. Usage: scripts/demo.sh [OUT_DIR]   (default runs/demo)
+# baseline on the same seed, keep their logs, print the metrics side by
+# side, then analyze both logs with Spark (local[*]; needs Java 17) into one
+# report and print its path. Usage: scripts/demo.sh [OUT_DIR]   (default runs/demo)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT="${1:-runs/demo}"
+if ! command -v java > /dev/null; then
+    echo "the Spark analysis needs Java 17: apt-get install openjdk-17-jre-headless" >&2
+    exit 1
+fi
 bash scripts/setup.sh
 mkdir -p "$OUT"
 for system in vinifera baseline; do
@@ -26,3 +31,5 @@ for k in keys:
     print(f"{k:<22}{runs['vinifera'][k]!s:>12}{runs['baseline'][k]!s:>12}")
 print(f"\nlogs, manifests and summaries: {out}/vinifera and {out}/baseline")
 PY
+echo "analyzing both logs with Spark ..." >&2
+.venv/bin/vinifera analyze "$OUT/vinifera" "$OUT/baseline" --out "$OUT/analysis"

@@ -1,0 +1,1 @@
+"""PySpark analysis of node logs (docs/analysis.md)."""

@@ -1,0 +1,56 @@
+"""Starting Spark: local[*] by default, any cluster with a master URL, or
+whatever spark-submit set up."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+# What `--master` accepts (Spark's own forms); anything else is a typo we
+# can report before paying for a JVM start.
+_MASTER = re.compile(
+    r"local(\[(\*|[1-9]\d*)(,\s*[1-9]\d*)?\])?|local-cluster\[.+\]|(spark|k8s|mesos)://.+|yarn"
+)
+_LOG4J = Path(__file__).with_name("log4j2.properties")
+
+
+def valid_master(master: str) -> bool:
+    return _MASTER.fullmatch(master) is not None
+
+
+def under_spark_submit() -> bool:
+    """spark-submit starts the JVM first and hands PySpark its gateway."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def start(
+    master: str | None = None, conf: dict[str, str] | None = None
+) -> tuple[SparkSession, bool]:
+    """(session, whether we started it). An already active session (a test
+    fixture, a notebook) is reused and must not be stopped by us."""
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active, False
+    conf = dict(conf or {})
+    builder = SparkSession.builder.appName("vinifera-analyze")
+    if master is None and not under_spark_submit():
+        master = "local[*]"
+    if master is not None:
+        builder = builder.master(master)
+    if master is not None and master.startswith("local"):
+        # One machine: no web UI (it would bind a port), fewer shuffle
+        # partitions than the cluster default of 200, a heap for caching.
+        conf.setdefault("spark.ui.enabled", "false")
+        conf.setdefault("spark.sql.shuffle.partitions", str(max(4, 2 * (os.cpu_count() or 1))))
+        conf.setdefault("spark.driver.memory", "2g")
+    conf.setdefault("spark.ui.showConsoleProgress", "false")
+    if not under_spark_submit():  # spark-submit has started the driver JVM already
+        conf.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={_LOG4J}")
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session, True
