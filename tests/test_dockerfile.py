@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,9 @@ def test_base_image_is_a_build_argument_defaulting_to_python_slim(dockerfile):
 def test_image_installs_the_package_and_runs_unprivileged(dockerfile):
     instructions = [(i["instruction"], i["value"]) for i in dockerfile.structure]
     copied = {v.split()[0] for k, v in instructions if k == "COPY"}
-    for source in ("pyproject.toml", "vinifera", "cli", "churn_traces", "analysis"):
+    # every folder pyproject installs from must be in the image
+    folders = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    for source in ("pyproject.toml", *folders["package-dir"].values()):
         assert source in copied, source
     runs = " ".join(v for k, v in instructions if k == "RUN")
     assert "pip install --no-cache-dir ." in runs
