@@ -61,7 +61,7 @@ class Node:
             m.TmanRequest: self.overlay.on_tman,
             m.TmanReply: self.overlay.on_tman_reply,
             m.Ping: self.overlay.on_ping,
-            m.Pong: self.overlay.on_pong,
+            m.Pong: self._on_pong,
             m.Leave: self.overlay.on_leave,
             m.Install: self.content.on_install,
             m.Refresh: self.content.on_refresh,
@@ -168,6 +168,11 @@ class Node:
         return self._flush()
 
     # ----------------------------------------------------------------- internals
+
+    def _on_pong(self, now: float, msg: m.Pong) -> None:
+        # A pong is a liveness answer and also acknowledges event copies.
+        self.overlay.on_pong(now, msg)
+        self.content.on_ack(now, msg.profile.address)
 
     def _require_alive(self) -> None:
         if not self.alive:
