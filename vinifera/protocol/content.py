@@ -535,6 +535,15 @@ class Content:
                 ):
                     targets[owner] = False
             if up:
+                # The hop was on the way to the rendezvous (or was it): the
+                # subscribers whose keys we forwarded to it, then onward.
+                for (a, owner), sent_to in self.forwarded.items():
+                    part = sent_to.get(hop) if a == attr else None
+                    if part is None or owner == self.address or not part.contains(key):
+                        continue
+                    sub = self._demand_sub(attr, owner)
+                    if sub is not None and sub.matches(event.values):
+                        targets[owner] = False
                 alt = self._next_hop_without(key, hop)
                 if alt is not MINE and alt != hop:
                     targets[alt] = True
