@@ -77,8 +77,13 @@ class TraceReplay:
         """(virtual time, address, "up"|"down") in trace order (downs first at equal times)."""
         address = {name: i for i, name in enumerate(self.trace.nodes)}
         s = self.round_seconds
+        end = self.trace.end
+        # A session still up when the trace (or its window) ends does not
+        # depart: the last round may reach past the end.
         return [
-            (ev.time / s, address[ev.node], ev.kind) for ev in ChurnSchedule.from_trace(self.trace)
+            (ev.time / s, address[ev.node], ev.kind)
+            for ev in ChurnSchedule.from_trace(self.trace)
+            if ev.kind == "up" or ev.time < end
         ]
 
     def online_at(self, t: float) -> int:
