@@ -566,6 +566,12 @@ class Content:
         succ = (view.succ, view.succ_address) if view.succ is not None else None
         return RouteView(view.me, view.pred, succ, known).next_hop(key)
 
+    def restore_delivered(self, journal) -> None:
+        """Deliveries of a previous incarnation (time, eid), oldest first."""
+        for t, eid in journal:
+            self.delivered.add(eid)
+            self.delivered_at.append((t, eid))
+
     def _deliver(self, now: float, eid: int, event: Event, attr: str | None, hops: int) -> None:
         self.delivered.add(eid)
         self.delivered_at.append((now, eid))

@@ -167,6 +167,19 @@ class Node:
         self.alive = False
         return self._flush()
 
+    def delivered_journal(self) -> tuple[tuple[float, int], ...]:
+        """(time, event id) of the recent deliveries (within dedupe_memory):
+        what a daemon keeps on disk so that a restart does not deliver an
+        event twice to its application."""
+        return tuple(self.content.delivered_at)
+
+    def restore_delivered(self, journal) -> None:
+        """Before start: take a previous incarnation's delivery journal; its
+        events are not delivered again (they expire as usual)."""
+        if self.alive:
+            raise RuntimeError("restore_delivered goes before start")
+        self.content.restore_delivered(journal)
+
     # ----------------------------------------------------------------- internals
 
     def _on_pong(self, now: float, msg: m.Pong) -> None:

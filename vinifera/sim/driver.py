@@ -191,11 +191,7 @@ class Simulation:
         """A fresh Node at `address`: new identifier and empty tables (a
         restarted peer), the trace node's own subscription."""
         old = self.nodes[address]
-        if old is not None:
-            self._retired_moves += old.content.counters["moves"]
-            self.replay_counts["rejoins"] += 1
-        self.replay_counts["joins"] += 1
-        self.nodes[address] = Node(
+        node = Node(
             address,
             self.schema,
             self.overlay_config,
@@ -203,6 +199,15 @@ class Simulation:
             subscription=self.trace_subs[address],
             content=self.config.content,
         )
+        if old is not None:
+            self._retired_moves += old.content.counters["moves"]
+            self.replay_counts["rejoins"] += 1
+            # Everything is fresh but the delivery journal, which a daemon
+            # keeps on disk: a copy still travelling toward (or retried to)
+            # the old incarnation must not reach the application twice.
+            node.restore_delivered(old.delivered_journal())
+        self.replay_counts["joins"] += 1
+        self.nodes[address] = node
 
     def _depart(self, now: float, address: int) -> None:
         node = self.alive.pop(address, None)
