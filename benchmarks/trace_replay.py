@@ -40,7 +40,7 @@ FIGURES = (
 )
 
 
-def main(summary_path: str, manifest_path: str) -> None:
+def main(summary_path: str, manifest_path: str, run_commit: str | None = None) -> None:
     summary = json.loads(Path(summary_path).read_text(encoding="utf-8"))
     manifest = json.loads(Path(manifest_path).read_text(encoding="utf-8"))
     replay = manifest["config"]["replay"]
@@ -63,11 +63,13 @@ def main(summary_path: str, manifest_path: str) -> None:
             )
         },
     }
+    if run_commit:  # the run's commit, when it was recorded from a later one
+        params["run_commit"] = run_commit
     entry = record("trace_replay", {k: summary[k] for k in FIGURES}, params)
     print(json.dumps(entry, indent=2, sort_keys=True))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit("usage: trace_replay.py SUMMARY.json MANIFEST.json")
-    main(sys.argv[1], sys.argv[2])
+    if len(sys.argv) not in (3, 4):
+        sys.exit("usage: trace_replay.py SUMMARY.json MANIFEST.json [RUN_COMMIT]")
+    main(*sys.argv[1:])
