@@ -350,6 +350,15 @@ def _trace_replay(o):
             f"--measure-from {measure_from / 3600:g} h is not inside the replay "
             f"(0 .. {tr.end / 3600:.2f} h)"
         )
+    s = o["round_seconds"] or 120.0
+    last = math.ceil(tr.end / s) - o["deadline"]  # events from this round on do not count
+    if o["events_per_round"] > 0 and math.ceil((measure_from or 0) / s) >= last:
+        raise click.UsageError(
+            f"nothing to measure: events count from {(measure_from or 0) / 3600:g} h, but only "
+            f"those published {o['deadline']:g} rounds before the replay's end "
+            f"({tr.end / 3600:.2f} h) can be judged; use a longer window or an earlier "
+            "--measure-from"
+        )
     try:
         return TraceReplay(
             tr,

@@ -201,6 +201,7 @@ def test_cli_measure_from_overrides_the_default(tmp_path):
         (["--start", 80], "before the trace ends"),
         (["--nodes", 10], "--nodes does not go with --trace"),
         (["--measure-from", 9, "--end", 8], "not inside the replay"),
+        (["--round-seconds", 1800, "--end", 6], "nothing to measure"),
     ],
 )
 def test_cli_rejects_bad_replays(args, message):
