@@ -142,6 +142,50 @@ def _opt(*names, **kw):
     help="Periods of silence after which a neighbour is dropped.",
 )
 @_opt(
+    "--trace",
+    "trace_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Replay this churn trace (.avt/.evt): nodes join and depart as it says; "
+    "--nodes and --rounds then come from the trace.",
+)
+@_opt(
+    "--round-seconds",
+    type=click.FloatRange(min=0, min_open=True),
+    help="With --trace: trace seconds per round (one gossip period).  [default: 120]",
+)
+@_opt(
+    "--start",
+    "start_h",
+    type=click.FloatRange(min=0),
+    help="With --trace: replay from this hour of the trace (times re-based to 0).",
+)
+@_opt(
+    "--end",
+    "end_h",
+    type=click.FloatRange(min=0, min_open=True),
+    help="With --trace: replay up to this hour of the trace.",
+)
+@_opt(
+    "--glitches",
+    type=click.Choice(["keep", "filter"]),
+    help="With --trace: keep one-probe mass leave-and-return glitches as measured, or "
+    "merge them back into single sessions.  [default: keep]",
+)
+@_opt(
+    "--departures",
+    type=click.Choice(["crash", "leave"]),
+    help="With --trace: a trace departure is a crash (silent) or a graceful leave.  "
+    "[default: crash]",
+)
+@_opt(
+    "--measure-from",
+    "measure_from_h",
+    type=click.FloatRange(min=0),
+    help="With --trace: count events published from this hour of the replay on.  "
+    "[default: the end of a start-up flash crowd rounded up to the hour (Skype: 4 h), "
+    "else the usual warm-up]",
+)
+@_opt(
     "--log-dir",
     type=click.Path(file_okay=False, path_type=Path),
     help="Write the JSON-lines node log, manifest and summary here.",
@@ -160,8 +204,19 @@ def sim_run(**opts) -> None:
     from vinifera.sim.driver import Simulation
 
     config = _sim_config(**opts)
-    log_dir, as_json, rounds = opts["log_dir"], opts["as_json"], opts["rounds"]
+    log_dir, as_json, rounds = opts["log_dir"], opts["as_json"], config.rounds
     sim_ = Simulation(config, log_dir=log_dir)
+    if config.replay is not None and not as_json:
+        r = config.replay.to_dict()
+        mh = r["measure_from_hours"]
+        measuring = f"from {mh:.2f} h" if mh is not None else f"after {config.warmup} rounds"
+        click.echo(
+            f"replaying {r['trace']}: {r['trace_nodes']} nodes, "
+            f"{r['trace_seconds'] / 3600:.2f} h at {r['round_seconds']:g} s per round "
+            f"= {r['rounds']} rounds; glitches {r['glitches']}; departures "
+            f"{r['departures']}; measuring {measuring}",
+            err=True,
+        )
     if log_dir is not None:
         _write_json(
             log_dir / "manifest.json",
@@ -203,6 +258,123 @@ def sim_run(**opts) -> None:
             click.echo(f"{key:<{width}}  {value}")
 
 
+TRACE_ONLY = ("round_seconds", "start_h", "end_h", "glitches", "departures", "measure_from_h")
+NOT_WITH_TRACE = ("nodes", "rounds", "warmup", "kill_fraction", "kill_at", "join_count", "join_at")
+
+
+def _option_name(key: str) -> str:
+    ctx = click.get_current_context()
+    for param in ctx.command.params:
+        if param.name == key:
+            return param.opts[0]
+    return key
+
+
+def _given(key: str) -> bool:
+    """Whether the user set the option (rather than its default)."""
+    source = click.get_current_context().get_parameter_source(key)
+    return source is not None and source is not click.core.ParameterSource.DEFAULT
+
+
+def _trace_replay(o):
+    """--trace and its options -> TraceReplay (None without --trace)."""
+    import hashlib
+    import math
+
+    from vinifera.churn_traces import (
+        TraceError,
+        detect_startup,
+        filter_glitches,
+        read_trace,
+        window,
+    )
+    from vinifera.sim.replay import TraceReplay
+
+    path = o["trace_file"]
+    if path is None:
+        for key in TRACE_ONLY:
+            if o[key] is not None:
+                raise click.UsageError(f"{_option_name(key)} needs --trace")
+        return None
+    for key in NOT_WITH_TRACE:
+        if _given(key):
+            raise click.UsageError(f"{_option_name(key)} does not go with --trace (the trace says)")
+    try:
+        data = path.read_bytes()
+        tr = read_trace(path)
+    except TraceError as err:
+        raise click.BadParameter(str(err), param_hint="--trace") from None
+    except OSError as err:
+        raise click.BadParameter(f"{path}: {err.strerror or err}", param_hint="--trace") from None
+    full_end = tr.end
+    provenance = {
+        "trace": str(path),
+        "trace_md5": hashlib.md5(data).hexdigest(),
+        "trace_seconds_full": full_end,
+    }
+    # Glitches are judged on the whole trace (as `vinifera trace filter` does),
+    # then the window is cut.
+    glitches = o["glitches"] or "keep"
+    provenance["glitches"] = glitches
+    if glitches == "filter":
+        tr, report = filter_glitches(tr)
+        provenance["glitches_filtered"] = [g.to_dict() for g in report.glitches]
+        provenance["glitch_sessions_merged"] = report.sessions_merged
+    start = round(o["start_h"] * 3600) if o["start_h"] is not None else 0
+    end = round(o["end_h"] * 3600) if o["end_h"] is not None else tr.end
+    if start >= min(end, tr.end):
+        raise click.UsageError(
+            f"--start {start / 3600:g} h must be before --end {end / 3600:g} h and before the "
+            f"trace ends ({tr.end / 3600:.2f} h)"
+        )
+    if start or end < tr.end:
+        tr = window(tr, start, end)
+    if len(tr) == 0:
+        raise click.UsageError(
+            f"no trace node is up between {start / 3600:g} h and {(start + tr.end) / 3600:g} h"
+        )
+    provenance["start_hours"] = start / 3600
+    provenance["end_hours"] = (start + tr.end) / 3600
+    # Default measurement start: after a start-up flash crowd, rounded up to
+    # the hour (Skype: complete at 3.87 h, so 4 h), as its newcomers are
+    # still installing their subscriptions; otherwise the usual warm-up.
+    startup = detect_startup(tr)
+    provenance["startup"] = None if startup is None else startup.to_dict()
+    if o["measure_from_h"] is not None:
+        measure_from = o["measure_from_h"] * 3600
+        provenance["measure_from_source"] = "--measure-from"
+    elif startup is not None:
+        measure_from = math.ceil(startup.time / 3600) * 3600
+        provenance["measure_from_source"] = "start-up flash crowd, rounded up to the hour"
+    else:
+        measure_from = None
+        provenance["measure_from_source"] = "warm-up"
+    if measure_from is not None and measure_from >= tr.end:
+        raise click.UsageError(
+            f"--measure-from {measure_from / 3600:g} h is not inside the replay "
+            f"(0 .. {tr.end / 3600:.2f} h)"
+        )
+    s = o["round_seconds"] or 120.0
+    last = math.ceil(tr.end / s) - o["deadline"]  # events from this round on do not count
+    if o["events_per_round"] > 0 and math.ceil((measure_from or 0) / s) >= last:
+        raise click.UsageError(
+            f"nothing to measure: events count from {(measure_from or 0) / 3600:g} h, but only "
+            f"those published {o['deadline']:g} rounds before the replay's end "
+            f"({tr.end / 3600:.2f} h) can be judged; use a longer window or an earlier "
+            "--measure-from"
+        )
+    try:
+        return TraceReplay(
+            tr,
+            round_seconds=o["round_seconds"] or 120.0,
+            departures=o["departures"] or "crash",
+            measure_from=measure_from,
+            provenance=tuple(provenance.items()),
+        )
+    except ValueError as err:
+        raise click.UsageError(str(err)) from None
+
+
 def _sim_config(**o):
     """Command-line options -> SimConfig, with usage errors for bad combinations."""
     from dataclasses import replace
@@ -211,6 +383,7 @@ def _sim_config(**o):
     from vinifera.sim.config import ChurnStep, SimConfig
     from vinifera.sim.network import NetworkModel
 
+    replay = _trace_replay(o)
     if (o["kill_fraction"] is None) != (o["kill_at"] is None):
         raise click.UsageError("--kill-fraction and --kill-at go together")
     if (o["join_count"] is None) != (o["join_at"] is None):
@@ -239,9 +412,7 @@ def _sim_config(**o):
         content = replace(
             content, capacity=o["capacity"], balancing=content.balancing and not o["no_balancing"]
         )
-        return SimConfig(
-            nodes=o["nodes"],
-            rounds=o["rounds"],
+        common = dict(
             seed=o["seed"],
             system=o["system"],
             subscriptions=o["subscriptions"],
@@ -251,9 +422,12 @@ def _sim_config(**o):
             network=network,
             churn=tuple(churn),
             events_per_round=o["events_per_round"],
-            warmup_rounds=o["warmup"],
             deadline_rounds=o["deadline"],
         )
+        if replay is not None:
+            common.pop("system")
+            return SimConfig.for_trace(replay, o["system"], **common)
+        return SimConfig(nodes=o["nodes"], rounds=o["rounds"], warmup_rounds=o["warmup"], **common)
     except ValueError as err:
         raise click.UsageError(str(err)) from None
 

@@ -132,6 +132,14 @@ class ContentConfig:
     max_event_hops: int = 255
     # How long event ids are remembered for duplicate suppression (periods).
     dedupe_memory: float = 30.0
+    # Event copies are acknowledged (the receiver answers with a pong); a
+    # copy not acknowledged by the sender's next tick went to a node that is
+    # probably dead, and is sent once more around it: an `up` copy to the
+    # next hop of a routing view without that node, and the down work
+    # straight to the subscribers (CRT owners) it was carrying the event for.
+    # Without this a crashed relay swallows events until failure_timeout
+    # (a trace replay lost ~5% of deliveries that way, most on the way up).
+    event_retry: bool = True
     # Congestion model: at most this many event messages handled per period
     # (None: unlimited); the excess is dropped and logged.
     capacity: int | None = None

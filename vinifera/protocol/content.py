@@ -77,6 +77,10 @@ class Content:
         self.seen_at: deque = deque()  # (time, (eid, attr)) for expiry
         self.delivered: set[int] = set()
         self.delivered_at: deque = deque()  # (time, eid) for expiry
+        # Event copies awaiting an acknowledgement (config.event_retry):
+        # (sent at, hop, eid, event, attr, key, hops, up); acks: hop -> last pong.
+        self.unacked: list[tuple] = []
+        self.acks: dict[Hashable, float] = {}
         self.rv_keys: deque = deque()  # (time, key): uninterested rendezvous events
         self.succ_report: tuple | None = None  # (address, load, split, time)
         self.pending_move: tuple | None = None  # (new_ident, time)
@@ -105,6 +109,7 @@ class Content:
             "events_published": 0,
             "installs_received": 0,
             "moves": 0,
+            "events_retried": 0,
         }
         self._refresh_own()
 
@@ -158,6 +163,8 @@ class Content:
     def tick(self, now: float) -> None:
         self.period_events = 0
         self._forget_old(now)
+        if self.unacked:
+            self._retry_unacked(now)
         if not self.ready:
             if self.started is None:
                 self.started = now - self.period  # first tick: one period after start
@@ -414,6 +421,8 @@ class Content:
             self.out.append(Log(rec))
             return
         self.counters["events_received"] += 1
+        if self.config.event_retry:
+            self.out.append(Send(msg.profile.address, m.Pong(self.profile)))
         if interested and msg.eid not in self.delivered:
             self._deliver(now, msg.eid, event, msg.attr, msg.hops)
         sid = (msg.eid, msg.attr)
@@ -487,9 +496,81 @@ class Content:
             state |= UP_DONE
         self.seen[sid] = state | DOWN_DONE
         me = self.profile
+        retry = self.config.event_retry
         for nb, is_up in targets.items():
             self.out.append(Send(nb, m.EventMessage(me, eid, event, attr, key, hops + 1, is_up)))
+            if retry:
+                self.unacked.append((now, nb, eid, event, attr, key, hops, is_up))
         return len(targets), rv
+
+    def on_ack(self, now: float, address: Hashable) -> None:
+        """A pong: whatever we sent that node before now has arrived."""
+        if self.unacked:
+            self.acks[address] = now
+
+    def _retry_unacked(self, now: float) -> None:
+        """Copies sent at least an ack round trip ago and still unacknowledged
+        are sent once more around their hop (see ContentConfig.event_retry)."""
+        wait = 2 * self.overlay.transit  # the assumed round-trip bound
+        keep = []
+        acks = self.acks
+        me = self.profile
+        for item in self.unacked:
+            sent, hop, eid, event, attr, key, hops, up = item
+            if sent > now - wait:
+                keep.append(item)  # its ack may still be on the way
+                continue
+            if acks.get(hop, -1.0) >= sent:
+                continue
+            self.counters["events_retried"] += 1
+            targets: dict[Hashable, bool] = {}
+            # The down work the hop was to do: straight to the subscribers
+            # whose entries came through it.
+            row = self.crt.rows.get(attr, {}).get(hop, {})
+            for owner, entry in row.items():
+                if (
+                    owner != self.address
+                    and entry.holds(key, now)
+                    and entry.sub.matches(event.values)
+                ):
+                    targets[owner] = False
+            if up:
+                # The hop was on the way to the rendezvous (or was it): the
+                # subscribers whose keys we forwarded to it, then onward.
+                for (a, owner), sent_to in self.forwarded.items():
+                    part = sent_to.get(hop) if a == attr else None
+                    if part is None or owner == self.address or not part.contains(key):
+                        continue
+                    sub = self._demand_sub(attr, owner)
+                    if sub is not None and sub.matches(event.values):
+                        targets[owner] = False
+                alt = self._next_hop_without(key, hop)
+                if alt is not MINE and alt != hop:
+                    targets[alt] = True
+            for nb, is_up in targets.items():
+                self.out.append(
+                    Send(nb, m.EventMessage(me, eid, event, attr, key, hops + 1, is_up))
+                )
+        self.unacked = keep
+        # Only acks newer than the oldest copy still waiting can matter.
+        oldest = min((item[0] for item in keep), default=now)
+        self.acks = {a: t for a, t in acks.items() if t >= oldest}
+
+    def _next_hop_without(self, key: int, avoid: Hashable) -> Hashable:
+        """Where a key would go if `avoid` were not a link (MINE when nowhere
+        better: a dead successor is only replaced by ring repair)."""
+        view = self.view()
+        if avoid == view.succ_address:
+            return MINE
+        known = [(i, a) for i, a in zip(view.idents, view.addresses, strict=True) if a != avoid]
+        succ = (view.succ, view.succ_address) if view.succ is not None else None
+        return RouteView(view.me, view.pred, succ, known).next_hop(key)
+
+    def restore_delivered(self, journal) -> None:
+        """Deliveries of a previous incarnation (time, eid), oldest first."""
+        for t, eid in journal:
+            self.delivered.add(eid)
+            self.delivered_at.append((t, eid))
 
     def _deliver(self, now: float, eid: int, event: Event, attr: str | None, hops: int) -> None:
         self.delivered.add(eid)

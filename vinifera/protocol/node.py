@@ -61,7 +61,7 @@ class Node:
             m.TmanRequest: self.overlay.on_tman,
             m.TmanReply: self.overlay.on_tman_reply,
             m.Ping: self.overlay.on_ping,
-            m.Pong: self.overlay.on_pong,
+            m.Pong: self._on_pong,
             m.Leave: self.overlay.on_leave,
             m.Install: self.content.on_install,
             m.Refresh: self.content.on_refresh,
@@ -167,7 +167,25 @@ class Node:
         self.alive = False
         return self._flush()
 
+    def delivered_journal(self) -> tuple[tuple[float, int], ...]:
+        """(time, event id) of the recent deliveries (within dedupe_memory):
+        what a daemon keeps on disk so that a restart does not deliver an
+        event twice to its application."""
+        return tuple(self.content.delivered_at)
+
+    def restore_delivered(self, journal) -> None:
+        """Before start: take a previous incarnation's delivery journal; its
+        events are not delivered again (they expire as usual)."""
+        if self.alive:
+            raise RuntimeError("restore_delivered goes before start")
+        self.content.restore_delivered(journal)
+
     # ----------------------------------------------------------------- internals
+
+    def _on_pong(self, now: float, msg: m.Pong) -> None:
+        # A pong is a liveness answer and also acknowledges event copies.
+        self.overlay.on_pong(now, msg)
+        self.content.on_ack(now, msg.profile.address)
 
     def _require_alive(self) -> None:
         if not self.alive:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from vinifera.protocol.config import BASELINE_CONTENT, ContentConfig, OverlayConfig
 from vinifera.sim.network import NetworkModel
+from vinifera.sim.replay import TraceReplay
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +59,10 @@ class SimConfig:
     churn: tuple[ChurnStep, ...] = ()
     # Random pairs sampled for random_pair_utility.
     utility_pairs: int = 20000
+    # Trace-driven churn (vinifera/sim/replay.py): nodes join and depart as
+    # the trace says instead of `nodes` joining at the start. Build with
+    # SimConfig.for_trace, which derives nodes, rounds and the warm-up from it.
+    replay: TraceReplay | None = None
 
     def __post_init__(self) -> None:
         if self.nodes < 1:
@@ -74,13 +79,23 @@ class SimConfig:
             raise ValueError("system must be 'vinifera' or 'baseline'")
         if self.events_per_round < 0:
             raise ValueError("events_per_round must be >= 0")
+        if self.replay is not None:
+            if self.nodes != len(self.replay.trace) or self.rounds != self.replay.rounds:
+                raise ValueError("with a trace, nodes and rounds come from it (use for_trace)")
+            if self.churn:
+                raise ValueError("churn steps and a trace replay do not mix")
 
     @property
     def warmup(self) -> int:
         return min(50, self.rounds // 2) if self.warmup_rounds is None else self.warmup_rounds
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        if self.replay is None:
+            return asdict(self)
+        # The trace itself is too big for a manifest: record what describes it.
+        d = asdict(replace(self, replay=None))
+        d["replay"] = self.replay.to_dict()
+        return d
 
     @staticmethod
     def for_system(system: str, **kw) -> SimConfig:
@@ -91,3 +106,12 @@ class SimConfig:
             kw["overlay"] = kw.get("overlay", OverlayConfig()).with_(friends=0, small_world=8)
             kw["content"] = BASELINE_CONTENT
         return SimConfig(system=system, **kw)
+
+    @staticmethod
+    def for_trace(replay: TraceReplay, system: str = "vinifera", **kw) -> SimConfig:
+        """A replay of `replay.trace`: one node per trace node, rounds covering
+        the trace, metrics from `replay.measure_from` (if given)."""
+        kw.setdefault("warmup_rounds", replay.warmup_rounds)
+        return SimConfig.for_system(
+            system, nodes=len(replay.trace), rounds=replay.rounds, replay=replay, **kw
+        )

@@ -22,7 +22,7 @@ from vinifera.sim.logwriter import LOG_FILE_NAME, JsonLinesWriter
 from vinifera.sim.workload import Workload
 
 # Event kinds in the queue.
-JOIN, TICK, MESSAGE, PUBLISH = 0, 1, 2, 3
+JOIN, TICK, MESSAGE, PUBLISH, DEPART = 0, 1, 2, 3, 4
 
 
 class Simulation:
@@ -65,6 +65,16 @@ class Simulation:
         self.node_rounds = 0
         self.kill_rounds: list[int] = []
         self.max_dead_link_seconds = 0.0
+        # Trace replay: each trace node's subscription, drawn once up front in
+        # address order (so the round length does not change who wants what).
+        self.replay = config.replay
+        self.trace_subs: list = []
+        self.replay_counts = {"joins": 0, "rejoins": 0, "departures": 0}
+        self._retired_moves = 0  # identifier moves of incarnations that are gone
+        if self.replay is not None:
+            self.trace_subs = [
+                self.workload.subscription(self.workload_rng) for _ in self.replay.node_names
+            ]
 
     # ----------------------------------------------------------------- running
 
@@ -73,7 +83,10 @@ class Simulation:
         period = self.overlay_config.period
         started = time.perf_counter()
         try:
-            self._schedule_joins(cfg.nodes, 0.0, cfg.join_spread_rounds * period)
+            if self.replay is None:
+                self._schedule_joins(cfg.nodes, 0.0, cfg.join_spread_rounds * period)
+            else:
+                self._schedule_trace()
             for r in range(cfg.rounds):
                 self._apply_churn(r, r * period)
                 self._schedule_events(r * period, period)
@@ -115,7 +128,11 @@ class Simulation:
                     publisher = alive[self.event_rng.choice(list(alive))]
                     _eid, actions = publisher.publish(t, b)
                     self._act(t, actions)
+            elif kind == DEPART:
+                self._depart(t, a)
             else:  # JOIN
+                if b is not None:  # a trace (re)join: a fresh incarnation at this address
+                    self._incarnate(a)
                 node = nodes[a]
                 others = list(alive)
                 k = min(self.config.bootstrap_size, len(others))
@@ -159,6 +176,57 @@ class Simulation:
         for t in times:
             self.queue.push(t, JOIN, self._new_node())
 
+    def _schedule_trace(self) -> None:
+        """Every join and departure of the trace, at its own instant. Queued
+        up front in trace order, so downs run before ups at equal times."""
+        period = self.overlay_config.period
+        self.nodes = [None] * len(self.replay.node_names)  # created at each join
+        for t, address, kind in self.replay.churn():
+            if kind == "up":
+                self.queue.push(t * period, JOIN, address, True)
+            else:
+                self.queue.push(t * period, DEPART, address)
+
+    def _incarnate(self, address: int) -> None:
+        """A fresh Node at `address`: new identifier and empty tables (a
+        restarted peer), the trace node's own subscription."""
+        old = self.nodes[address]
+        node = Node(
+            address,
+            self.schema,
+            self.overlay_config,
+            random.Random(self.node_seed_rng.getrandbits(64)),
+            subscription=self.trace_subs[address],
+            content=self.config.content,
+        )
+        if old is not None:
+            self._retired_moves += old.content.counters["moves"]
+            self.replay_counts["rejoins"] += 1
+            # Everything is fresh but the delivery journal, which a daemon
+            # keeps on disk: a copy still travelling toward (or retried to)
+            # the old incarnation must not reach the application twice.
+            node.restore_delivered(old.delivered_journal())
+        self.replay_counts["joins"] += 1
+        self.nodes[address] = node
+
+    def _depart(self, now: float, address: int) -> None:
+        node = self.alive.pop(address, None)
+        if node is None:
+            return
+        self.death_time[address] = now
+        self.replay_counts["departures"] += 1
+        if self.replay.departures == "leave":
+            self._act(now, node.leave(now))
+        else:
+            self._crash_record(now, address)
+
+    def _crash_record(self, now: float, address: int) -> None:
+        # A crashed node cannot log; the simulator records it for the analysis.
+        rec = record(now, node_name(address), "crash")
+        self.ledger.feed(rec)
+        if self.writer is not None:
+            self.writer.write(rec)
+
     def _schedule_events(self, start: float, period: float) -> None:
         """The round's events at uniform times; the publisher is drawn among
         the alive nodes when the event fires."""
@@ -186,11 +254,7 @@ class Simulation:
                 if step.kind == "leave":
                     self._act(now, node.leave(now))
                 else:
-                    # A crashed node cannot log; the simulator records it for the analysis.
-                    rec = record(now, node_name(address), "crash")
-                    self.ledger.feed(rec)
-                    if self.writer is not None:
-                        self.writer.write(rec)
+                    self._crash_record(now, address)
             if step.kind == "kill":
                 self.kill_rounds.append(r)
 
@@ -237,7 +301,16 @@ class Simulation:
             summary["warmup_rounds"] = cfg.warmup
             summary["deadline_rounds"] = cfg.deadline_rounds
             summary.update(self.ledger.summary())
-            summary["identifier_moves"] = sum(n.content.counters["moves"] for n in self.nodes)
+            summary["identifier_moves"] = self._retired_moves + sum(
+                n.content.counters["moves"] for n in self.nodes if n is not None
+            )
+        if self.replay is not None:
+            summary.update(
+                round_seconds=self.replay.round_seconds,
+                departure_kind=self.replay.departures,
+                trace_nodes=len(self.replay.node_names),
+                **self.replay_counts,
+            )
         if self.kill_rounds:
             k = self.kill_rounds[-1]
             back = next((i for i in range(k, len(history)) if history[i] == 1.0), None)

@@ -100,19 +100,25 @@ class Ledger:
 
     def summary(self) -> dict:
         expected = delivered = hops_total = 0
-        for eid, (t, event) in self.events.items():
-            values = event.values
-            for node in self.lives:
-                if not self._alive_through(node, t, t + self.deadline):
-                    continue
-                sub = self._sub_at(node, t)
-                if sub is None or not sub.matches(values):
-                    continue
-                expected += 1
-                got = self.delivered.get((eid, node))
-                if got and got[0][0] <= t + self.deadline:
-                    delivered += 1
-                    hops_total += got[0][1]
+        # Per life, the events it spans (bisect on publication times): with
+        # churn most nodes are alive for a fraction of the events only.
+        timeline = sorted((t, eid) for eid, (t, _) in self.events.items())
+        times = [t for t, _ in timeline]
+        deadline = self.deadline
+        for node, lives in self.lives.items():
+            for join, death in lives:
+                for i in range(bisect.bisect_left(times, join), len(times)):
+                    t, eid = timeline[i]
+                    if t + deadline > death:
+                        break
+                    sub = self._sub_at(node, t)
+                    if sub is None or not sub.matches(self.events[eid][1].values):
+                        continue
+                    expected += 1
+                    got = self.delivered.get((eid, node))
+                    if got and got[0][0] <= t + deadline:
+                        delivered += 1
+                        hops_total += got[0][1]
         false_positives = duplicates = 0
         for (eid, node), deliveries in self.delivered.items():
             duplicates += len(deliveries) - 1

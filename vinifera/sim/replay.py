@@ -1,0 +1,105 @@
+"""Trace-driven churn for the simulator: nodes join and depart as a churn
+trace (`vinifera.churn_traces`) says.
+
+Mapping (docs/traces.md, "Replaying a trace in the simulator"):
+
+- one simulated address per trace node, in the trace's node order; the log's
+  `node` field is that address, and `TraceReplay.node_names` maps it back;
+- trace time t seconds is virtual time t / round_seconds (one round = one
+  gossip period = round_seconds of trace time); joins and departures happen
+  at those exact instants, not at round boundaries;
+- a returning trace node rejoins at the same address with fresh protocol
+  state (a new `Node`: new identifier, empty tables, like a restarted
+  daemon on the same host:port) and the same subscription (the user's
+  interest outlives the session); each rejoin logs `join` with it;
+- a departure is a crash by default (the monitor only saw the node gone;
+  nobody was told) or, with departures="leave", a graceful leave.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from vinifera.churn_traces import ChurnSchedule, Trace
+
+DEPARTURES = ("crash", "leave")
+
+
+@dataclass(frozen=True, eq=False)
+class TraceReplay:
+    """A trace to replay (already windowed and filtered: times from 0) and how."""
+
+    trace: Trace
+    # Trace seconds per round (one gossip period).
+    round_seconds: float
+    # "crash": departed nodes vanish silently; "leave": they say goodbye.
+    departures: str = "crash"
+    # Events count from this trace time on (seconds from the replay's 0);
+    # None leaves the simulator's usual warm-up.
+    measure_from: float | None = None
+    # Where the trace came from and what was done to it (for the manifest only).
+    provenance: tuple[tuple[str, object], ...] = ()
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.round_seconds) and self.round_seconds > 0):
+            raise ValueError(f"round_seconds must be positive, not {self.round_seconds}")
+        if self.departures not in DEPARTURES:
+            raise ValueError(f"departures must be 'crash' or 'leave', not {self.departures!r}")
+        if len(self.trace) == 0:
+            raise ValueError("the trace has no nodes")
+        if self.trace.end <= 0:
+            raise ValueError("the trace is empty (it ends at 0 s)")
+        if self.measure_from is not None and not 0 <= self.measure_from < self.trace.end:
+            raise ValueError(
+                f"measure_from {self.measure_from} s is outside the replay "
+                f"(0 .. {self.trace.end} s)"
+            )
+
+    @property
+    def node_names(self) -> list[str]:
+        """Trace node id of each simulated address (index = address)."""
+        return self.trace.nodes
+
+    @property
+    def rounds(self) -> int:
+        """Rounds that cover the whole trace."""
+        return max(1, math.ceil(self.trace.end / self.round_seconds))
+
+    @property
+    def warmup_rounds(self) -> int | None:
+        """First round whose events count (the measurement window starts there)."""
+        if self.measure_from is None:
+            return None
+        return math.ceil(self.measure_from / self.round_seconds)
+
+    def churn(self) -> list[tuple[float, int, str]]:
+        """(virtual time, address, "up"|"down") in trace order (downs first at equal times)."""
+        address = {name: i for i, name in enumerate(self.trace.nodes)}
+        s = self.round_seconds
+        end = self.trace.end
+        # A session still up when the trace (or its window) ends does not
+        # depart: the last round may reach past the end.
+        return [
+            (ev.time / s, address[ev.node], ev.kind)
+            for ev in ChurnSchedule.from_trace(self.trace)
+            if ev.kind == "up" or ev.time < end
+        ]
+
+    def online_at(self, t: float) -> int:
+        """Trace nodes up at trace time t (seconds): what the replay must show."""
+        return sum(1 for ss in self.trace.sessions.values() for a, b in ss if a <= t < b)
+
+    def to_dict(self) -> dict:
+        return {
+            "round_seconds": self.round_seconds,
+            "departures": self.departures,
+            "measure_from_seconds": self.measure_from,
+            "measure_from_hours": None if self.measure_from is None else self.measure_from / 3600,
+            "warmup_rounds": self.warmup_rounds,
+            "rounds": self.rounds,
+            "trace_nodes": len(self.trace),
+            "trace_sessions": self.trace.session_count,
+            "trace_seconds": self.trace.end,
+            **dict(self.provenance),
+        }
