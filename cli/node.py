@@ -182,7 +182,12 @@ def _load_config(ctx: click.Context, param: click.Parameter, value: Path | None)
     help="Datagrams per second one peer may send us (token bucket); the excess is dropped.",
 )
 @click.option("--peer-burst", type=click.FloatRange(min=1), default=1000.0, show_default=True)
-@click.option("--seed", type=int, help="Seed of the node's random choices (default: random).")
+@click.option(
+    "--seed",
+    type=int,
+    help="Seed of the node's random choices (default: from the OS). Give each restart its own: "
+    "the same seed draws the same event ids again.",
+)
 @click.option(
     "--deliveries/--no-deliveries",
     default=True,

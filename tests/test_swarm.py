@@ -74,6 +74,8 @@ def test_a_process_swarm_with_churn_delivers_and_leaves_complete_logs(tmp_path):
     lifecycle = [k for k in kinds[churned] if k in ("join", "crash", "leave")]
     assert lifecycle == ["join", "crash", "join", "leave"]
     assert all(k[0] == "join" and k[-1] == "leave" for n, k in kinds.items() if n != churned)
+    eids = [r["eid"] for r in records if r["ev"] == "publish"]
+    assert len(eids) == len(set(eids)), "a restarted node reused event ids"
 
 
 def test_bad_swarm_options_get_clear_errors(tmp_path):

@@ -43,6 +43,7 @@ class SwarmRunner:
         self.rng = random.Random(plan.seed + 2)
         self.workload = Workload(plan.workload, plan.schema, random.Random(plan.seed + 1))
         self.up: set[int] = set()
+        self.lives: dict[int, int] = {}
         self.published = 0
         self.publish_errors = 0
         self.t0 = 0.0
@@ -55,7 +56,7 @@ class SwarmRunner:
         live = [self.backend.address(s) for s in sorted(self.up) if s != slot]
         args = ["run", "--listen", b.address(slot), "--schema", str(self.schema_path),
                 "--control", b.control(slot), "--period", str(self.period),
-                "--seed", str(self.plan.seed * 100_003 + slot),
+                "--seed", str(self._node_seed(slot)),
                 "--log-file", str(self.log_dir / f"node-{slot}.jsonl")]  # fmt: skip
         for addr in self.rng.sample(live, min(3, len(live))):
             args += ["--bootstrap", addr]
@@ -63,6 +64,12 @@ class SwarmRunner:
         if sub is not None:
             args += ["--subscribe", sub]
         return args
+
+    def _node_seed(self, slot: int) -> int:
+        """A new seed for every life of a slot: a restarted node drawing the
+        same random numbers would reuse its event ids."""
+        life = self.lives[slot] = self.lives.get(slot, 0) + 1
+        return (self.plan.seed * 100_003 + slot) * 1_000 + life
 
     def start_node(self, slot: int) -> None:
         self.backend.start(
