@@ -379,7 +379,7 @@ def _sim_config(**o):
     """Command-line options -> SimConfig, with usage errors for bad combinations."""
     from dataclasses import replace
 
-    from vinifera.protocol.config import BASELINE_CONTENT, ContentConfig, OverlayConfig
+    from vinifera.protocol.config import OverlayConfig, system_defaults
     from vinifera.sim.config import ChurnStep, SimConfig
     from vinifera.sim.network import NetworkModel
 
@@ -398,9 +398,9 @@ def _sim_config(**o):
         churn.append(ChurnStep(o["kill_at"], "kill", fraction=o["kill_fraction"]))
     if o["join_count"] is not None:
         churn.append(ChurnStep(o["join_at"], "join", count=o["join_count"]))
-    baseline = o["system"] == "baseline"
-    friends = o["friends"] if o["friends"] is not None else (0 if baseline else 4)
-    small_world = o["small_world"] if o["small_world"] is not None else (8 if baseline else 4)
+    default_friends, default_small_world, content = system_defaults(o["system"])
+    friends = o["friends"] if o["friends"] is not None else default_friends
+    small_world = o["small_world"] if o["small_world"] is not None else default_small_world
     try:
         overlay = OverlayConfig(
             friends=friends,
@@ -408,7 +408,6 @@ def _sim_config(**o):
             failure_timeout=o["failure_timeout"],
             probe_after=min(2.0, o["failure_timeout"] / 2),
         )
-        content = BASELINE_CONTENT if baseline else ContentConfig()
         content = replace(
             content, capacity=o["capacity"], balancing=content.balancing and not o["no_balancing"]
         )

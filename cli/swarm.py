@@ -102,8 +102,8 @@ def up(nodes, backend, trace_path, speedup, start_h, end_h, duration, events_per
         try:
             trace = read_trace(trace_path)
             if start_h is not None or end_h is not None:
-                s = int((start_h or 0) * 3600)
-                e = None if end_h is None else int(end_h * 3600)
+                s = round((start_h or 0) * 3600)  # as `trace filter` and `sim run` do
+                e = None if end_h is None else round(end_h * 3600)
                 trace = window(trace, s, e)
         except (TraceError, ValueError) as err:
             raise click.UsageError(str(err)) from None

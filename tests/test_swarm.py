@@ -14,7 +14,7 @@ import pytest
 
 from vinifera.churn_traces import Trace, format_avt
 from vinifera.swarm.plan import make_plan
-from vinifera.swarm.results import read_records
+from vinifera.swarm.results import read_records, swarm_metrics
 
 SKYPE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "skype-superpeers.avt"
 
@@ -106,7 +106,8 @@ def test_a_netns_swarm_keeps_delivering_when_one_host_is_cut_off(tmp_path):
     records, _ = read_records(logs)
     # judge the others over events published from 10 s after the cut
     # (failure_timeout is 5 periods = 1.25 s; the rest is margin)
-    late = _metrics_without(logs, cut_host, since=_settled_time(records) + 20)
+    # the cut host counts as gone: it cannot receive, that is the point
+    late = swarm_metrics(logs, since=_settled_time(records) + 20, exclude=frozenset([cut_host]))
     assert late["expected_pairs"] > 20 and late["hit_ratio"] == 1.0, late
     met = summary["metrics"]
     assert met["false_positives"] == 0 and met["duplicates"] == 0
@@ -121,22 +122,6 @@ def _settled_time(records: list[dict]) -> float:
     """When the first event was published: the runner publishes only once
     the overlay has formed."""
     return min(r["t"] for r in records if r["ev"] == "publish")
-
-
-def _metrics_without(logs: Path, host: str, since: float) -> dict:
-    """Metrics over events published after `since`, the cut host counted as
-    gone from the moment of the cut (it cannot receive: that is the point)."""
-    from vinifera.schema import Schema
-    from vinifera.sim.ledger import Ledger
-
-    manifest = json.loads((logs / "manifest.json").read_text())
-    records, _ = read_records(logs)
-    ledger = Ledger(Schema.from_dict(manifest["schema"]), since, records[-1]["t"] + 1,
-                    manifest["period"] * 5)  # fmt: skip
-    for r in records:
-        if r["node"] != host:
-            ledger.feed(r)
-    return ledger.summary()
 
 
 @pytest.mark.slow

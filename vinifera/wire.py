@@ -164,13 +164,12 @@ _KINDS: dict[type, int] = {
 }
 
 
-def _profile(p: Profile) -> list:
-    sub = p.subscription
-    return [p.address, p.ident, p.seq, None if sub is None else sub.to_plain()]
-
-
 def _plain_sub(sub: Subscription | None):
     return None if sub is None else sub.to_plain()
+
+
+def _profile(p: Profile) -> list:
+    return [p.address, p.ident, p.seq, _plain_sub(p.subscription)]
 
 
 def _fields(msg: m.Message) -> list:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 import structlog
 import trio
 
+from vinifera.daemon.control import serve_control
 from vinifera.daemon.ratelimit import PeerRateLimiter
 from vinifera.daemon.settings import NodeSettings
 from vinifera.errors import SchemaError
@@ -120,8 +121,6 @@ class NodeRunner:
                     nursery.start_soon(self._receive_loop, sock)
                     nursery.start_soon(self._tick_loop)
                     if s.control is not None:
-                        from vinifera.daemon.control import serve_control
-
                         await nursery.start(serve_control, self, s.control)
                     self.log.info("started", bootstrap=list(s.bootstrap), control=s.control)
                     self._started.set()

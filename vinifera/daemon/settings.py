@@ -7,7 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vinifera.errors import ViniferaError
-from vinifera.protocol.config import BASELINE_CONTENT, ContentConfig, OverlayConfig
+from vinifera.protocol.config import (
+    VINIFERA_LINKS,
+    ContentConfig,
+    OverlayConfig,
+    system_defaults,
+)
 from vinifera.schema import Schema
 from vinifera.subscription import Subscription
 from vinifera.wire import NetworkKey, format_address, parse_address
@@ -40,8 +45,8 @@ class NodeSettings:
     peer_rate: float = 500.0
     peer_burst: float = 1000.0
     # Routing links beyond the two ring links.
-    friends: int = 4
-    small_world: int = 4
+    friends: int = VINIFERA_LINKS[0]
+    small_world: int = VINIFERA_LINKS[1]
     # "vinifera" or "baseline" (the paper's comparison system).
     system: str = "vinifera"
     # Deliveries buffered for the application before the oldest are dropped.
@@ -79,8 +84,8 @@ class NodeSettings:
 
     def overlay_config(self) -> OverlayConfig:
         p = self.period
-        if self.system == "baseline":
-            friends, small_world = 0, 8
+        if self.system == "baseline":  # the baseline is its link mix: no friends
+            friends, small_world, _ = system_defaults("baseline")
         else:
             friends, small_world = self.friends, self.small_world
         # The simulator's defaults are in periods of 1 s: keep their ratios.
@@ -95,4 +100,4 @@ class NodeSettings:
         )
 
     def content_config(self) -> ContentConfig:
-        return BASELINE_CONTENT if self.system == "baseline" else ContentConfig()
+        return system_defaults(self.system)[2]

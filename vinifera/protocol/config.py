@@ -181,3 +181,18 @@ class ContentConfig:
 BASELINE_CONTENT = ContentConfig(
     rendezvous="attribute", identifier="random", use_primary=False, balancing=False
 )
+
+# The link mix the command-line tools default to for Vinifera (K_f + K_sw = 8).
+VINIFERA_LINKS = (4, 4)
+# The baseline: 2 ring + 8 small-world links, no friends.
+BASELINE_LINKS = (0, 8)
+
+
+def system_defaults(system: str) -> tuple[int, int, ContentConfig]:
+    """(friends, small_world, content) of one of the two systems the paper
+    compares; every driver takes them from here."""
+    if system == "baseline":
+        return (*BASELINE_LINKS, BASELINE_CONTENT)
+    if system == "vinifera":
+        return (*VINIFERA_LINKS, ContentConfig())
+    raise ValueError(f"unknown system {system!r} (vinifera or baseline)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 
-from vinifera.protocol.config import BASELINE_CONTENT, ContentConfig, OverlayConfig
+from vinifera.protocol.config import ContentConfig, OverlayConfig, system_defaults
 from vinifera.sim.network import NetworkModel
 from vinifera.sim.replay import TraceReplay
 
@@ -103,8 +103,10 @@ class SimConfig:
         baseline (2 ring + 8 small-world links, no friends, random
         identifiers, one rendezvous per attribute, no balancing)."""
         if system == "baseline":
-            kw["overlay"] = kw.get("overlay", OverlayConfig()).with_(friends=0, small_world=8)
-            kw["content"] = BASELINE_CONTENT
+            friends, small_world, content = system_defaults(system)
+            overlay = kw.get("overlay", OverlayConfig())
+            kw["overlay"] = overlay.with_(friends=friends, small_world=small_world)
+            kw["content"] = content
         return SimConfig(system=system, **kw)
 
     @staticmethod

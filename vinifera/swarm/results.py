@@ -30,9 +30,15 @@ def read_records(log_dir: Path) -> tuple[list[dict], int]:
     return records, bad
 
 
-def swarm_metrics(log_dir: Path, deadline_periods: float = 5.0, since: float | None = None) -> dict:
+def swarm_metrics(
+    log_dir: Path,
+    deadline_periods: float = 5.0,
+    since: float | None = None,
+    exclude: frozenset[str] = frozenset(),
+) -> dict:
     """Hit ratio, false positives, duplicates, overhead, path length and load
-    over the events published from `since` (Unix time; default: all)."""
+    over the events published from `since` (Unix time; default: all), the
+    nodes in `exclude` left out entirely (e.g. a host cut off the network)."""
     manifest = json.loads((log_dir / MANIFEST).read_text())
     schema = Schema.from_dict(manifest["schema"])
     records, bad = read_records(log_dir)
@@ -41,5 +47,6 @@ def swarm_metrics(log_dir: Path, deadline_periods: float = 5.0, since: float | N
     start = records[0]["t"] if since is None else since
     ledger = Ledger(schema, start, records[-1]["t"] + 1, manifest["period"] * deadline_periods)
     for rec in records:
-        ledger.feed(rec)
+        if rec["node"] not in exclude:
+            ledger.feed(rec)
     return {**ledger.summary(), "malformed_lines": bad, "records": len(records)}
