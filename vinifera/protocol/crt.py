@@ -26,7 +26,7 @@ class CrtEntry:
     matchable until `old_expiry` (make-before-break: the route that now
     carries them is being built while the old one still delivers)."""
 
-    __slots__ = ("sub", "ranges", "expiry", "heard", "old", "old_expiry")
+    __slots__ = ("sub", "ranges", "expiry", "heard", "old", "old_expiry", "cells")
 
     def __init__(self, sub: Subscription, ranges: IntervalSet, expiry: float, heard: float) -> None:
         self.sub = sub
@@ -35,6 +35,7 @@ class CrtEntry:
         self.heard = heard  # freshest evidence from the owner itself (local time)
         self.old: IntervalSet | None = None
         self.old_expiry = 0.0
+        self.cells: set[int] | None = None  # KeyIndex buckets it is on (None: wide)
 
     def all_ranges(self) -> IntervalSet:
         return self.ranges if self.old is None else self.ranges | self.old
@@ -50,33 +51,63 @@ class KeyIndex:
     listing the entries whose keys (current and old) touch it; an entry
     spanning more than WIDE buckets is kept on one list checked for every
     key. Answers are candidates (a superset); callers check `holds`. It
-    turns the per-event scan of every CRT entry into a look at a few."""
+    turns the per-event scan of every CRT entry into a look at a few.
+
+    Kept up to date entry by entry (a rebuild per change cost a fifth of a
+    churn replay). An entry whose keys shrink stays in the buckets it left
+    until it is removed: harmless, as answers are a superset. `order` is the
+    row's creation number, so sorting by it gives the rows' dict order."""
 
     BITS = 10
     WIDE = 32
+    SHIFT = RING_BITS - BITS
 
     __slots__ = ("buckets", "wide")
 
-    def __init__(self, rows: Mapping[Hashable, Mapping[Hashable, CrtEntry]]) -> None:
-        shift = RING_BITS - self.BITS
-        self.buckets: dict[int, list[tuple[int, Hashable, CrtEntry]]] = {}
-        self.wide: list[tuple[int, Hashable, CrtEntry]] = []
-        for order, (nb, row) in enumerate(rows.items()):
-            for entry in row.values():
-                item = (order, nb, entry)
-                cells: set[int] = set()
-                for lo, hi in entry.all_ranges().intervals:
-                    cells.update(range(lo >> shift, (hi >> shift) + 1))
-                    if len(cells) > self.WIDE:
-                        break
-                if len(cells) > self.WIDE:
-                    self.wide.append(item)
-                else:
-                    for c in cells:
-                        self.buckets.setdefault(c, []).append(item)
+    def __init__(self) -> None:
+        # bucket -> (neighbour, owner) -> (order, neighbour, entry)
+        self.buckets: dict[int, dict[tuple, tuple[int, Hashable, CrtEntry]]] = {}
+        self.wide: dict[tuple, tuple[int, Hashable, CrtEntry]] = {}
+
+    def add(self, order: int, nb: Hashable, owner: Hashable, entry: CrtEntry) -> None:
+        """Index an entry, or extend it to the buckets its keys now touch."""
+        item = (order, nb, entry)
+        ident = (nb, owner)
+        if entry.cells is None and ident in self.wide:
+            return
+        cells: set[int] = set() if entry.cells is None else set(entry.cells)
+        shift = self.SHIFT
+        for lo, hi in entry.all_ranges().intervals:
+            cells.update(range(lo >> shift, (hi >> shift) + 1))
+            if len(cells) > self.WIDE:
+                break
+        if len(cells) > self.WIDE:
+            self.discard(nb, owner, entry)
+            entry.cells = None
+            self.wide[ident] = item
+            return
+        for c in cells.difference(entry.cells or ()):
+            self.buckets.setdefault(c, {})[ident] = item
+        entry.cells = cells
+
+    def discard(self, nb: Hashable, owner: Hashable, entry: CrtEntry) -> None:
+        ident = (nb, owner)
+        if entry.cells is None:
+            self.wide.pop(ident, None)
+            return
+        buckets = self.buckets
+        for c in entry.cells:
+            bucket = buckets[c]
+            del bucket[ident]
+            if not bucket:
+                del buckets[c]
+        entry.cells = set()
 
     def candidates(self, key: int) -> list[tuple[int, Hashable, CrtEntry]]:
-        return self.buckets.get(key >> (RING_BITS - self.BITS), []) + self.wide
+        bucket = self.buckets.get(key >> self.SHIFT)
+        if bucket is None:
+            return list(self.wide.values())
+        return [*bucket.values(), *self.wide.values()]
 
 
 class Crt:
@@ -88,9 +119,11 @@ class Crt:
         # attribute -> owner -> neighbours it came through (for re-routing an owner)
         self.by_owner: dict[str, dict[Hashable, dict[Hashable, None]]] = {}
         self.refused = 0  # entries refused by the caps
-        # attribute -> stabbing index over every entry's keys, rebuilt after
-        # a structural change (see KeyIndex); None when stale.
-        self._index: dict[str, KeyIndex | None] = {}
+        # attribute -> stabbing index over every entry's keys (see KeyIndex)
+        self._index: dict[str, KeyIndex] = {}
+        # attribute -> neighbour -> creation number of its row
+        self._order: dict[str, dict[Hashable, int]] = {}
+        self._next_order = 0
 
     def upsert(
         self,
@@ -112,14 +145,16 @@ class Crt:
                 self.refused += 1
                 return False
             row = by_nb[neighbour] = {}
+            self._order.setdefault(attr, {})[neighbour] = self._next_order
+            self._next_order += 1
         entry = row.get(owner)
         if entry is None:
             if len(row) >= self.max_entries_per_row:
                 self.refused += 1
                 return False
-            row[owner] = CrtEntry(sub, ranges, expiry, heard)
+            entry = row[owner] = CrtEntry(sub, ranges, expiry, heard)
             self.by_owner.setdefault(attr, {}).setdefault(owner, {})[neighbour] = None
-            self._index[attr] = None
+            self._add_to_index(attr, neighbour, owner, entry)
             return True
         entry.expiry = expiry
         if heard > entry.heard:
@@ -133,19 +168,25 @@ class Crt:
             entry.old_expiry = expiry
         changed_sub = entry.sub != sub
         entry.sub = sub
-        if entry.ranges != ranges:
-            self._index[attr] = None
         entry.ranges = ranges
+        if not before.covers(entry.all_ranges()):
+            self._add_to_index(attr, neighbour, owner, entry)
         return changed_sub or not before.covers(ranges)
+
+    def _add_to_index(self, attr: str, nb: Hashable, owner: Hashable, entry: CrtEntry) -> None:
+        index = self._index.get(attr)
+        if index is None:
+            index = self._index[attr] = KeyIndex()
+        index.add(self._order[attr][nb], nb, owner, entry)
 
     def remove(self, attr: str, neighbour: Hashable, owner: Hashable) -> bool:
         row = self.rows.get(attr, {}).get(neighbour)
         if row is None or owner not in row:
             return False
-        del row[owner]
-        self._index[attr] = None
+        self._index[attr].discard(neighbour, owner, row.pop(owner))
         if not row:
             del self.rows[attr][neighbour]
+            del self._order[attr][neighbour]
         owners = self.by_owner[attr]
         nbs = owners[owner]
         nbs.pop(neighbour, None)
@@ -228,7 +269,7 @@ class Crt:
         ranges hold the event's key and its subscription matches in full."""
         index = self._index.get(attr)
         if index is None:
-            index = self._index[attr] = KeyIndex(self.rows.get(attr, {}))
+            return []
         found: dict[int, Hashable] = {}
         for order, nb, entry in index.candidates(key):
             if (
