@@ -173,3 +173,123 @@ def test_balancing_moves_identifiers_without_losing_deliveries():
             assert sorted(net.got(eid)) == sorted(net.expected(event))
         net.rounds(1)
     assert sum(n.content.counters["moves"] for n in net.nodes.values()) > 0
+
+
+@pytest.mark.parametrize("catch_up", [0.0, 5.0])
+def test_a_newcomer_catches_up_on_what_was_published_before_its_subscription_was_installed(
+    catch_up,
+):
+    """A subscriber joins, an event it wants is published before its entry
+    reaches the tree; once installed, the tree sends it the recent event
+    (ContentConfig.catch_up), once. Without catch-up it misses it."""
+    content = ContentConfig(balancing=False, catch_up=catch_up)
+    net = Net(30, content=content, seed=9)
+    net.rounds(20)
+    sub = Subscription.build(SCHEMA, {"a0": (600.0, 700.0), "a1": (0.0, 1000.0)})
+    # its identifier far from the event's key: it is not that key's rendezvous
+    ident = SCHEMA.attribute("a0").key(695.0)
+    new = Node(99, SCHEMA, net.overlay, random.Random(5), sub, ident=ident, content=content)
+    net.nodes[99] = new
+    net.run(new.start(net.now, [3]), 99)
+    eid, event = net.publish(4, 605.0, 500.0)
+    assert 99 not in net.got(eid)  # not installed yet
+    net.rounds(5)
+    assert new.content.ready
+    got = net.got(eid)
+    if catch_up:
+        assert got.count(99) == 1
+        assert sum(n.content.counters["events_caught_up"] for n in net.nodes.values()) > 0
+    else:
+        assert 99 not in got
+    assert len(got) == len(set(got))  # nobody got it twice
+    assert set(got) - {99} == net.expected(event) - {99}  # the others as usual
+    later, event = net.publish(7, 650.0, 10.0)
+    assert sorted(net.got(later)) == sorted(net.expected(event))
+
+
+def test_an_up_copy_sent_back_by_a_stale_ring_goes_on_to_the_likeliest_rendezvous():
+    """A's ring is stale: it forwards an up copy to S (its successor) for a
+    key S thinks is nearer A. S does not hand it back (where it would die);
+    it sends it to the known node after the key, X, the rendezvous."""
+    from vinifera.protocol import messages as msgs
+    from vinifera.protocol.profile import Entry
+    from vinifera.protocol.tman import Links
+
+    content = ContentConfig(balancing=False)
+    key_of = SCHEMA.attribute("a0").key
+    a, x, s, far = (
+        Node(addr, SCHEMA, OverlayConfig(), random.Random(addr), None, ident=key_of(v))
+        for addr, v in ((1, 100.0), (2, 200.0), (3, 300.0), (4, 700.0))
+    )
+    node = Node(
+        3, SCHEMA, OverlayConfig(), random.Random(3), None, ident=key_of(300.0), content=content
+    )
+    node.start(0.0)
+    e = {n.address: Entry(n.profile, 0.0) for n in (a, x, far)}
+    # S knows X (its predecessor) and A; the key 150 lies between A and X
+    node.overlay.links = Links(succ=e[4], pred=e[2], friends=[e[1]])
+    event = Event.build(SCHEMA, {"a0": 150.0, "a1": 1.0})
+    copy = msgs.EventMessage(a.profile, 77, event, "a0", key_of(150.0), 1, True)
+    sends = [act for act in node.receive(0.5, copy) if isinstance(act, Send)]
+    assert [
+        (act.dest, act.message.up) for act in sends if isinstance(act.message, msgs.EventMessage)
+    ] == [(2, True)]
+    assert node.content.counters["events_rerouted"] == 1
+
+
+def test_a_silent_ring_neighbours_keys_go_to_its_heir():
+    """Retrying around a silent hop: a dead successor's keys go to the next
+    successor we know of; a dead predecessor's keys are ours (MINE)."""
+    from vinifera.protocol.profile import Entry
+    from vinifera.protocol.routing import MINE
+    from vinifera.protocol.tman import Links
+
+    key_of = SCHEMA.attribute("a0").key
+    idents = {1: 100.0, 2: 200.0, 3: 300.0, 4: 400.0, 5: 500.0, 9: 900.0}
+    nodes = {
+        a: Node(a, SCHEMA, OverlayConfig(), random.Random(a), None, ident=key_of(v))
+        for a, v in idents.items()
+    }
+    me = nodes[3]
+    me.start(0.0)
+    e = {a: Entry(n.profile, 0.0) for a, n in nodes.items()}
+    me.overlay.links = Links(succ=e[4], pred=e[2], small_world=[e[9]])
+    me.overlay.ring_backups = [e[5], e[1]]
+    c = me.content
+    assert c._next_hop_without(key_of(350.0), 4) == 5  # the successor's heir
+    assert c._next_hop_without(key_of(150.0), 2) is MINE  # we are the predecessor's
+    assert c._next_hop_without(key_of(50.0), 2) != MINE  # not its keys: routed on
+    assert c._next_hop_without(key_of(950.0), 9) == 4  # a long link: routed around
+
+
+def test_an_up_copy_handed_back_goes_to_the_known_node_after_the_key_once():
+    """M routes key 200 to P (the closest preceding node it knows); P's ring
+    is stale and hands the copy back. M then tries its predecessor Y, the
+    known node after the key, and only once."""
+    from vinifera.protocol import messages as msgs
+    from vinifera.protocol.profile import Entry
+    from vinifera.protocol.tman import Links
+
+    key_of = SCHEMA.attribute("a0").key
+    p, y, far, pub = (
+        Node(addr, SCHEMA, OverlayConfig(), random.Random(addr), None, ident=key_of(v))
+        for addr, v in ((1, 100.0), (2, 250.0), (4, 700.0), (5, 900.0))
+    )
+    m_node = Node(3, SCHEMA, OverlayConfig(), random.Random(3), None, ident=key_of(300.0))
+    m_node.start(0.0)
+    e = {n.address: Entry(n.profile, 0.0) for n in (p, y, far, pub)}
+    m_node.overlay.links = Links(succ=e[4], pred=e[2], friends=[e[1]], small_world=[e[5]])
+    event = Event.build(SCHEMA, {"a0": 200.0, "a1": 1.0})
+
+    def copy_from(sender):
+        msg = msgs.EventMessage(sender.profile, 78, event, "a0", key_of(200.0), 2, True)
+        out = m_node.receive(0.5, msg)
+        return [
+            (a.dest, a.message.up)
+            for a in out
+            if isinstance(a, Send) and isinstance(a.message, msgs.EventMessage)
+        ]
+
+    assert copy_from(pub) == [(1, True)]  # greedy: to P
+    assert copy_from(p) == [(2, True)]  # handed back: on to Y
+    assert copy_from(p) == []  # and only once

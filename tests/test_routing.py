@@ -120,3 +120,18 @@ def test_single_key_routing_reaches_the_owner_and_progresses():
             node, hops = nxt, hops + 1
             assert hops < 200
         assert node == owner(ring, key)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32), st.integers(0, RING_MAX))
+def test_successor_of_is_the_first_known_node_at_or_after_the_key(seed, key):
+    rng = random.Random(seed)
+    ring = sorted(rng.sample(range(0, RING_MAX, 2**50), 30))
+    me = ring[seed % len(ring)]
+    view = view_of(ring, me, rng.sample(ring, 8))
+    known = sorted(set(view.idents))
+    expect = next((x for x in known if x >= key), known[0])
+    succ = view.succ
+    if in_arc(key, me, succ):
+        expect = succ  # the successor's arc: it is the rendezvous
+    assert view.successor_of(key) == expect

@@ -140,6 +140,15 @@ class ContentConfig:
     # Without this a crashed relay swallows events until failure_timeout
     # (a trace replay lost ~5% of deliveries that way, most on the way up).
     event_retry: bool = True
+    # Catch-up: a node keeps the events it handled for this many periods
+    # (0: off), and when a CRT entry for a subscriber it had no entry for
+    # arrives, sends it those recent events that match, unless that
+    # neighbour already had them. A newcomer's subscription (or one re-routed
+    # after a crash) reaches the tree a few periods after it joined; without
+    # this it misses what was published meanwhile (a trace replay at 240 s
+    # per round lost 73% of the pairs of subscribers younger than 5 rounds).
+    # Matches the delivery deadline of ../shared/EXPERIMENTS.md (5 rounds).
+    catch_up: float = 5.0
     # Congestion model: at most this many event messages handled per period
     # (None: unlimited); the excess is dropped and logged.
     capacity: int | None = None
@@ -167,6 +176,8 @@ class ContentConfig:
             raise ValueError("crt_expiry must exceed one period")
         if self.owner_expiry < self.crt_expiry:
             raise ValueError("owner_expiry must be at least crt_expiry")
+        if self.catch_up < 0:
+            raise ValueError("catch_up must be >= 0")
         if self.capacity is not None and self.capacity < 1:
             raise ValueError("capacity must be >= 1")
         if self.balance_load not in ("uninterested", "all"):

@@ -39,7 +39,7 @@ from vinifera.protocol.overlay import Overlay
 from vinifera.protocol.records import hex_id, record
 from vinifera.protocol.routing import MINE, RouteView, arc_set
 from vinifera.ranges import IntervalSet
-from vinifera.ring import RING_BITS, RING_MAX, in_arc
+from vinifera.ring import RING_BITS, RING_MAX, cw_distance, in_arc
 from vinifera.subscription import Event, Subscription
 
 # (eid, attr) handling state: what this node has already done for a copy.
@@ -77,6 +77,10 @@ class Content:
         self.seen_at: deque = deque()  # (time, (eid, attr)) for expiry
         self.delivered: set[int] = set()
         self.delivered_at: deque = deque()  # (time, eid) for expiry
+        # Events handled lately (config.catch_up): (eid, attr) ->
+        # [event, key, hops, neighbours that have it]; oldest first.
+        self.recent: dict[tuple[int, str], list] = {}
+        self.recent_at: deque = deque()  # (time, (eid, attr)) for expiry
         # Event copies awaiting an acknowledgement (config.event_retry):
         # (sent at, hop, eid, event, attr, key, hops, up); acks: hop -> last pong.
         self.unacked: list[tuple] = []
@@ -110,6 +114,8 @@ class Content:
             "installs_received": 0,
             "moves": 0,
             "events_retried": 0,
+            "events_caught_up": 0,
+            "events_rerouted": 0,
         }
         self._refresh_own()
 
@@ -229,6 +235,10 @@ class Content:
         delivered_at, delivered = self.delivered_at, self.delivered
         while delivered_at and delivered_at[0][0] < horizon:
             delivered.discard(delivered_at.popleft()[1])
+        horizon = now - self.config.catch_up * self.period
+        recent_at, recent = self.recent_at, self.recent
+        while recent_at and recent_at[0][0] < horizon:
+            recent.pop(recent_at.popleft()[1], None)
         window = now - self.config.balance_window * self.period
         while self.rv_keys and self.rv_keys[0][0] < window:
             self.rv_keys.popleft()
@@ -346,15 +356,22 @@ class Content:
         self.counters["installs_received"] += 1
         expiry = now + self.config.crt_expiry * self.period
         changed = []
+        newcomers = []
         me = self.address
         base = now - self.overlay.transit
+        known = self.crt.by_owner.get(msg.attr, {})
         for owner, sub, intervals, age in msg.entries:
             if owner == me:
                 continue
             ranges = IntervalSet.from_intervals(intervals)
+            new_owner = not known.get(owner)
             if self.crt.upsert(msg.attr, sender, owner, sub, ranges, expiry, base - age):
                 changed.append((msg.attr, owner))
                 self.dirty.add((msg.attr, owner))
+                if new_owner:
+                    newcomers.append(owner)
+        if newcomers and self.recent:
+            self._catch_up(now, sender, msg.attr, newcomers)
         if changed:
             self._reroute(now, changed, resend=False)
 
@@ -433,6 +450,8 @@ class Content:
         if state & need == need:
             self.counters["events_duplicate"] += 1
             dup = True
+            if msg.up:
+                fwd = self._up_returned(now, msg)
         elif msg.hops < self.config.max_event_hops:
             fwd, rv = self._handle(
                 now,
@@ -482,26 +501,90 @@ class Content:
         sid = (eid, attr)
         if sid not in self.seen:
             self.seen_at.append((now, sid))
+        memo = self.recent.get(sid)
+        if memo is None and self.config.catch_up > 0:
+            memo = self.recent[sid] = [event, key, hops, set()]
+            self.recent_at.append((now, sid))
         targets: dict[Hashable, bool] = {}
         if not state & DOWN_DONE:
             for nb in self.crt.matching_neighbours(attr, key, event.values, now, sender):
                 targets[nb] = False
         rv = False
         if up:
-            hop = self.view().next_hop(key)
+            view = self.view()
+            hop = view.next_hop(key)
+            bounce = False
+            if hop is not MINE and hop == sender and view.idents:
+                # The sender thinks we are nearer the rendezvous, we think it
+                # is: one of us has a stale ring (a node joined or died
+                # between us). The known node after the key is the likeliest
+                # rendezvous; if that is the sender too, it must know a node
+                # we do not: hand the copy back (see _up_returned).
+                hop = view.successor_of(key)
+                self.counters["events_rerouted"] += 1
+                bounce = hop == sender
             if hop is MINE:
                 rv = True
-            elif hop != sender:
+            elif hop != sender or bounce:
                 targets[hop] = True  # the up copy also does the down work there
             state |= UP_DONE
         self.seen[sid] = state | DOWN_DONE
-        me = self.profile
-        retry = self.config.event_retry
+        if memo is not None:
+            memo[3].update(targets)
+            if sender is not None:
+                memo[3].add(sender)
         for nb, is_up in targets.items():
-            self.out.append(Send(nb, m.EventMessage(me, eid, event, attr, key, hops + 1, is_up)))
-            if retry:
-                self.unacked.append((now, nb, eid, event, attr, key, hops, is_up))
+            self._send_copy(now, nb, eid, event, attr, key, hops, is_up)
         return len(targets), rv
+
+    def _up_returned(self, now: float, msg: m.EventMessage) -> int:
+        """An up copy came back to a node that has done its up work: a loop
+        of stale rings. Try the known node after the key, once per node and
+        event (the catch-up memory says who had it), so loops end."""
+        memo = self.recent.get((msg.eid, msg.attr))
+        view = self.view()
+        if memo is None or not view.idents:
+            return 0
+        hop = view.successor_of(msg.key)
+        if hop in memo[3]:
+            return 0
+        memo[3].add(hop)
+        self.counters["events_rerouted"] += 1
+        self._send_copy(now, hop, msg.eid, msg.event, msg.attr, msg.key, msg.hops, True)
+        return 1
+
+    def _send_copy(
+        self,
+        now: float,
+        nb: Hashable,
+        eid: int,
+        event: Event,
+        attr: str,
+        key: int,
+        hops: int,
+        up: bool,
+    ) -> None:
+        self.out.append(Send(nb, m.EventMessage(self.profile, eid, event, attr, key, hops + 1, up)))
+        if self.config.event_retry:
+            self.unacked.append((now, nb, eid, event, attr, key, hops, up))
+
+    def _catch_up(self, now: float, nb: Hashable, attr: str, owners: list[Hashable]) -> None:
+        """Subscribers new to this node arrived through `nb`: send it the
+        recent events they want that it has not had from us (see
+        ContentConfig.catch_up). Down copies: `nb` passes them on along the
+        entries it just installed."""
+        row = self.crt.rows.get(attr, {}).get(nb)
+        if not row:
+            return
+        entries = [row[o] for o in owners if o in row]
+        for (eid, a), memo in self.recent.items():
+            if a != attr or nb in memo[3]:
+                continue
+            event, key, hops, sent = memo
+            if any(e.holds(key, now) and e.sub.matches(event.values) for e in entries):
+                sent.add(nb)
+                self.counters["events_caught_up"] += 1
+                self._send_copy(now, nb, eid, event, attr, key, hops, False)
 
     def on_ack(self, now: float, address: Hashable) -> None:
         """A pong: whatever we sent that node before now has arrived."""
@@ -557,11 +640,24 @@ class Content:
         self.acks = {a: t for a, t in acks.items() if t >= oldest}
 
     def _next_hop_without(self, key: int, avoid: Hashable) -> Hashable:
-        """Where a key would go if `avoid` were not a link (MINE when nowhere
-        better: a dead successor is only replaced by ring repair)."""
+        """Where a key would go if `avoid` were not a link. A silent ring
+        neighbour's keys pass to its heir, the next node on that side: for
+        a silent successor the next successor we know of, and for a silent
+        predecessor ourselves (MINE). The heir keeps the event (catch_up)
+        and, once ring repair makes it the rendezvous and the subscribers'
+        entries arrive, sends it down to them."""
         view = self.view()
+        me = view.me
+        backups = [e.profile for e in self.overlay.ring_backups if e.profile.address != avoid]
         if avoid == view.succ_address:
-            return MINE
+            heir = min(backups, key=lambda p: cw_distance(me, p.ident), default=None)
+            return MINE if heir is None else heir.address
+        if avoid == self.overlay.links.pred and view.pred is not None:
+            # its keys, (its own predecessor, it], are ours once it is gone
+            before = [p.ident for p in backups if p.ident != view.pred]
+            start = min(before, key=lambda i: cw_distance(i, me), default=None)
+            if start is not None and in_arc(key, start, view.pred):
+                return MINE
         known = [(i, a) for i, a in zip(view.idents, view.addresses, strict=True) if a != avoid]
         succ = (view.succ, view.succ_address) if view.succ is not None else None
         return RouteView(view.me, view.pred, succ, known).next_hop(key)

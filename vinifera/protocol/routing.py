@@ -18,7 +18,7 @@ at the rendezvous nodes of its keys.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Hashable, Iterable
 
 from vinifera.ranges import IntervalSet
@@ -87,6 +87,14 @@ class RouteView:
         if not self.idents:
             return MINE
         return self._preceding(key)
+
+    def successor_of(self, key: int) -> Hashable:
+        """The known node at or after key (cyclically): the likeliest
+        rendezvous of the key among those we know."""
+        if self.succ is not None and in_arc(key, self.me, self.succ):
+            return self.succ_address
+        i = bisect_left(self.idents, key)
+        return self.addresses[i % len(self.idents)]
 
     def split(self, ranges: IntervalSet) -> dict[Hashable, IntervalSet]:
         """Showering: the parts of `ranges` by next hop (MINE included)."""
