@@ -15,7 +15,11 @@ rendezvous of that attribute's key. Every node a copy reaches forwards it
 down the CRT branches whose entries hold the key and match the full event,
 and an `up` copy continues toward the rendezvous. A node handles each
 (event, attribute) once, delivers an event once, and delivers only what
-matches its own current subscription.
+matches its own current subscription. Under churn: copies are acknowledged
+and retried around a silent hop (a silent ring neighbour's keys go to its
+heir), an up copy is not lost between two nodes with stale rings, and
+recent events are sent down subscriptions that reach the tree late
+(catch-up); docs/protocol.md says why each exists.
 
 Balancing. Each node measures its rendezvous load (events it was the
 rendezvous of without being interested), reports it to its predecessor
