@@ -19,7 +19,8 @@ from vinifera.sim.driver import Simulation
 from vinifera.sim.logwriter import LOG_FILE_NAME
 from vinifera.sim.replay import TraceReplay
 
-# What the 48 h Skype replay reaches at 240 s per round (0.984; docs/results.md).
+# What the 48 h Skype replay reaches at 240 s per round (0.984; docs/results.md);
+# the issue's 0.99 is reached at 120 s per round (0.9928).
 HIT_REACHED = 0.98
 # ../shared/traces beside the repository (as tests/test_traces.py); from a
 # git worktree elsewhere, point VINIFERA_SKYPE_TRACE at the file.
@@ -259,15 +260,24 @@ def test_skype_48_hours_exact_and_mostly_delivered(skype_48h):
     assert s["hit_ratio"] >= HIT_REACHED
 
 
+@pytest.fixture(scope="module")
+def skype_48h_120():
+    """The issue's bar: the same replay at 120 s per round (1,440 rounds,
+    about 90 min here; docs/results.md): hit ratio >= 0.99 (0.9928)."""
+    if not SKYPE_PATH.is_file():
+        pytest.skip(f"Skype trace not available at {SKYPE_PATH}")
+    res = cli("--trace", SKYPE_PATH, "--round-seconds", 120, "--end", 48, "--json")
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap (docs/results.md): at 240 s per round the replay misses 1.6% "
-    "of the expected pairs, mostly subscribers installed more than 5 rounds after "
-    "they joined and events whose route met a crash ring repair had not yet healed",
-)
-def test_skype_48_hours_hit_ratio_meets_the_issue(skype_48h):
-    assert skype_48h["hit_ratio"] >= 0.99
+def test_skype_48_hours_at_120_s_rounds_meets_the_issue(skype_48h_120):
+    s = skype_48h_120
+    assert s["warmup_rounds"] == 120 and s["rounds"] == 1440  # measured from 4 h
+    assert s["false_positives"] == 0
+    assert s["duplicates"] == 0
+    assert s["hit_ratio"] >= 0.99
 
 
 def test_a_restarted_node_does_not_deliver_again_what_it_delivered_before():
