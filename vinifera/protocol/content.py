@@ -50,6 +50,19 @@ from vinifera.subscription import Event, Subscription
 DOWN_DONE, UP_DONE = 1, 2
 
 
+class RecentEvent:
+    """An event handled lately (ContentConfig.catch_up) and the neighbours
+    that have it, from us or because they sent it to us."""
+
+    __slots__ = ("event", "key", "hops", "had")
+
+    def __init__(self, event: Event, key: int, hops: int) -> None:
+        self.event = event
+        self.key = key
+        self.hops = hops
+        self.had: set[Hashable] = set()
+
+
 def attribute_key(attr: str) -> int:
     """The baseline's single rendezvous key of an attribute."""
     return int.from_bytes(hashlib.blake2b(attr.encode(), digest_size=8).digest(), "big")
@@ -81,9 +94,8 @@ class Content:
         self.seen_at: deque = deque()  # (time, (eid, attr)) for expiry
         self.delivered: set[int] = set()
         self.delivered_at: deque = deque()  # (time, eid) for expiry
-        # Events handled lately (config.catch_up): (eid, attr) ->
-        # [event, key, hops, neighbours that have it]; oldest first.
-        self.recent: dict[tuple[int, str], list] = {}
+        # Events handled lately (config.catch_up), oldest first.
+        self.recent: dict[tuple[int, str], RecentEvent] = {}
         self.recent_at: deque = deque()  # (time, (eid, attr)) for expiry
         # Event copies awaiting an acknowledgement (config.event_retry):
         # (sent at, hop, eid, event, attr, key, hops, up); acks: hop -> last pong.
@@ -507,7 +519,7 @@ class Content:
             self.seen_at.append((now, sid))
         memo = self.recent.get(sid)
         if memo is None and self.config.catch_up > 0:
-            memo = self.recent[sid] = [event, key, hops, set()]
+            memo = self.recent[sid] = RecentEvent(event, key, hops)
             self.recent_at.append((now, sid))
         targets: dict[Hashable, bool] = {}
         if not state & DOWN_DONE:
@@ -534,9 +546,9 @@ class Content:
             state |= UP_DONE
         self.seen[sid] = state | DOWN_DONE
         if memo is not None:
-            memo[3].update(targets)
+            memo.had.update(targets)
             if sender is not None:
-                memo[3].add(sender)
+                memo.had.add(sender)
         for nb, is_up in targets.items():
             self._send_copy(now, nb, eid, event, attr, key, hops, is_up)
         return len(targets), rv
@@ -550,9 +562,9 @@ class Content:
         if memo is None or not view.idents:
             return 0
         hop = view.successor_of(msg.key)
-        if hop in memo[3]:
+        if hop in memo.had:
             return 0
-        memo[3].add(hop)
+        memo.had.add(hop)
         self.counters["events_rerouted"] += 1
         self._send_copy(now, hop, msg.eid, msg.event, msg.attr, msg.key, msg.hops, True)
         return 1
@@ -582,13 +594,13 @@ class Content:
             return
         entries = [row[o] for o in owners if o in row]
         for (eid, a), memo in self.recent.items():
-            if a != attr or nb in memo[3]:
+            if a != attr or nb in memo.had:
                 continue
-            event, key, hops, sent = memo
+            key, event = memo.key, memo.event
             if any(e.holds(key, now) and e.sub.matches(event.values) for e in entries):
-                sent.add(nb)
+                memo.had.add(nb)
                 self.counters["events_caught_up"] += 1
-                self._send_copy(now, nb, eid, event, attr, key, hops, False)
+                self._send_copy(now, nb, eid, event, attr, key, memo.hops, False)
 
     def on_ack(self, now: float, address: Hashable) -> None:
         """A pong: whatever we sent that node before now has arrived."""

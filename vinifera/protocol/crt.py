@@ -35,7 +35,7 @@ class CrtEntry:
         self.heard = heard  # freshest evidence from the owner itself (local time)
         self.old: IntervalSet | None = None
         self.old_expiry = 0.0
-        self.cells: set[int] | None = None  # KeyIndex buckets it is on (None: wide)
+        self.cells: set[int] | None = set()  # KeyIndex buckets it is on (None: wide)
 
     def all_ranges(self) -> IntervalSet:
         return self.ranges if self.old is None else self.ranges | self.old
@@ -71,11 +71,11 @@ class KeyIndex:
 
     def add(self, order: int, nb: Hashable, owner: Hashable, entry: CrtEntry) -> None:
         """Index an entry, or extend it to the buckets its keys now touch."""
+        if entry.cells is None:
+            return  # already wide: checked for every key
         item = (order, nb, entry)
         ident = (nb, owner)
-        if entry.cells is None and ident in self.wide:
-            return
-        cells: set[int] = set() if entry.cells is None else set(entry.cells)
+        cells = set(entry.cells)
         shift = self.SHIFT
         for lo, hi in entry.all_ranges().intervals:
             cells.update(range(lo >> shift, (hi >> shift) + 1))
@@ -86,7 +86,7 @@ class KeyIndex:
             entry.cells = None
             self.wide[ident] = item
             return
-        for c in cells.difference(entry.cells or ()):
+        for c in cells.difference(entry.cells):
             self.buckets.setdefault(c, {})[ident] = item
         entry.cells = cells
 
