@@ -111,6 +111,16 @@ def _opt(*names, **kw):
 )
 @_opt("--no-balancing", is_flag=True, help="Turn Karger-Ruhl identifier balancing off.")
 @_opt(
+    "--no-push",
+    is_flag=True,
+    help="Vinifera without pushing events straight to interested links (tree only).",
+)
+@_opt(
+    "--push-fanout",
+    type=click.IntRange(min=1),
+    help="Push each event to at most this many interested links.  [default: 3]",
+)
+@_opt(
     "--kill-fraction",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
     help="Crash this fraction of the alive nodes at once (with --kill-at).",
@@ -409,7 +419,11 @@ def _sim_config(**o):
             probe_after=min(2.0, o["failure_timeout"] / 2),
         )
         content = replace(
-            content, capacity=o["capacity"], balancing=content.balancing and not o["no_balancing"]
+            content,
+            capacity=o["capacity"],
+            balancing=content.balancing and not o["no_balancing"],
+            push=content.push and not o["no_push"],
+            push_fanout=o["push_fanout"] or content.push_fanout,
         )
         common = dict(
             seed=o["seed"],

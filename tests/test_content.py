@@ -24,6 +24,7 @@ class Net:
         self.nodes = {}
         self.down = set()
         self.deliveries = []  # (node, eid)
+        self.hops = {}  # eid -> {node: hops of its first delivery}
         for addr in range(n):
             c = rng.uniform(0, 900)
             sub = Subscription.build(
@@ -48,6 +49,7 @@ class Net:
             src, a = queue.pop(0)
             if isinstance(a, Deliver):
                 self.deliveries.append((src, a.info["eid"]))
+                self.hops.setdefault(a.info["eid"], {}).setdefault(src, a.info["hops"])
             elif isinstance(a, Send) and a.dest in self.nodes and a.dest not in self.down:
                 queue.extend((a.dest, x) for x in self.nodes[a.dest].receive(self.now, a.message))
 
@@ -293,3 +295,73 @@ def test_an_up_copy_handed_back_goes_to_the_known_node_after_the_key_once():
     assert copy_from(pub) == [(1, True)]  # greedy: to P
     assert copy_from(p) == [(2, True)]  # handed back: on to Y
     assert copy_from(p) == []  # and only once
+
+
+def _pusher(content):
+    """A node whose four links want different things: 1 and 4 want a0 in
+    [100, 200], 2 wants [500, 600], 3 has no subscription."""
+    from vinifera.protocol.profile import Entry
+    from vinifera.protocol.tman import Links
+
+    def sub(lo, hi):
+        return Subscription.build(SCHEMA, {"a0": (lo, hi)})
+
+    subs = {1: sub(100.0, 200.0), 2: sub(500.0, 600.0), 3: None, 4: sub(100.0, 200.0)}
+    others = {a: Node(a, SCHEMA, OverlayConfig(), random.Random(a), s) for a, s in subs.items()}
+    node = Node(9, SCHEMA, OverlayConfig(), random.Random(9), sub(120.0, 180.0), content=content)
+    node.start(0.0)
+    e = {a: Entry(n.profile, 0.0) for a, n in others.items()}
+    node.overlay.links = Links(succ=e[1], pred=e[2], friends=[e[3]], small_world=[e[4]])
+    return node, others
+
+
+def _pushes(actions):
+    from vinifera.protocol import messages as msgs
+
+    return sorted(
+        (a.dest, a.message.hops)
+        for a in actions
+        if isinstance(a, Send) and isinstance(a.message, msgs.EventPush)
+    )
+
+
+def test_a_pushed_event_is_delivered_and_pushed_on_once_to_the_links_that_want_it():
+    from vinifera.protocol import messages as msgs
+
+    node, others = _pusher(ContentConfig(balancing=False))
+    event = Event.build(SCHEMA, {"a0": 150.0, "a1": 1.0})
+    out = node.receive(0.5, msgs.EventPush(others[4].profile, 5, event, 2))
+    assert [a.info["hops"] for a in out if isinstance(a, Deliver)] == [2]
+    assert _pushes(out) == [(1, 3)]  # not 2 (no match), 3 (no sub), 4 (the sender)
+    again = node.receive(0.6, msgs.EventPush(others[1].profile, 5, event, 4))
+    assert not [a for a in again if isinstance(a, Deliver)] and _pushes(again) == []
+    assert node.content.counters["events_pushed"] == 1
+
+
+def test_a_relay_pushes_an_unwanted_event_to_its_interested_links_and_the_baseline_never_pushes():
+    from vinifera.protocol import messages as msgs
+
+    event = Event.build(SCHEMA, {"a0": 550.0, "a1": 1.0})  # only link 2 wants it
+    for content, expected in ((ContentConfig(balancing=False), [(2, 2)]), (BASELINE_CONTENT, [])):
+        node, others = _pusher(content)
+        out = node.receive(0.5, msgs.EventPush(others[3].profile, 6, event, 1))
+        assert not [a for a in out if isinstance(a, Deliver)]
+        assert _pushes(out) == expected
+
+
+def test_pushes_only_shorten_deliveries_and_never_duplicate_them():
+    """Same overlay, same event, push on and off: the same subscribers get
+    it exactly once, none later (in hops) with push, some sooner."""
+    hops = {}
+    for push in (False, True):
+        net = Net(40, content=ContentConfig(balancing=False, push=push))
+        net.rounds(25)
+        got = {}
+        for i, (a0, a1) in enumerate(((150.0, 500.0), (420.0, 100.0), (800.0, 900.0))):
+            eid, event = net.publish(i, a0, a1)
+            assert sorted(net.got(eid)) == sorted(net.expected(event))
+            got.update({(i, a): h for a, h in net.hops.get(eid, {}).items()})
+        hops[push] = got
+    assert hops[True].keys() == hops[False].keys()
+    assert all(hops[True][k] <= hops[False][k] for k in hops[True])
+    assert sum(hops[True].values()) < sum(hops[False].values())

@@ -66,6 +66,7 @@ def sample_messages() -> list[m.Message]:
         m.Refresh(p, "temp", (("127.0.0.1:7003", 0.0), ("[::1]:9", 4.0))),
         m.Withdraw(p, "city", ("127.0.0.1:7003",)),
         m.EventMessage(p, 2**63 - 1, EVENT, "city", 99, 4, True),
+        m.EventPush(p, 12, EVENT, 3),
         m.LoadReport(p, 2.5, None),
         m.LoadReport(p, 0.0, 77),
         m.HandoverRequest(p, 5),
@@ -161,6 +162,12 @@ BAD = {
         payload(1, 13, GOOD_PROFILE, 1, [["temp", 1.0]], "temp", 5, 5000, True),
         "field",
     ),
+    "push with a negative event id": (
+        payload(1, 17, GOOD_PROFILE, -1, [["temp", 1.0]], 2),
+        "field",
+    ),
+    "push without hops": (payload(1, 17, GOOD_PROFILE, 1, [["temp", 1.0]]), "field"),
+    "push value out of domain": (payload(1, 17, GOOD_PROFILE, 1, [["temp", 99.0]], 2), "field"),
     "install without subscription": (
         payload(1, 10, GOOD_PROFILE, "temp", [["127.0.0.1:7003", None, [[0, 1]], 0.0]]),
         "field",
@@ -287,6 +294,7 @@ messages = st.one_of(
         st.integers(0, 1024),
         st.booleans(),
     ),
+    st.builds(m.EventPush, profiles, st.integers(0, 2**63 - 1), events, st.integers(0, 1024)),
     st.builds(m.LoadReport, profiles, st.floats(0, 1e9), st.none() | idents),
     st.builds(m.HandoverRequest, profiles, idents),
     st.builds(

@@ -161,6 +161,7 @@ _KINDS: dict[type, int] = {
     m.LoadReport: 14,
     m.HandoverRequest: 15,
     m.Handover: 16,
+    m.EventPush: 17,
 }
 
 
@@ -190,6 +191,8 @@ def _fields(msg: m.Message) -> list:
         return [msg.attr, list(msg.owners)]
     if t is m.EventMessage:
         return [msg.eid, msg.event.to_plain(), msg.attr, msg.key, msg.hops, msg.up]
+    if t is m.EventPush:
+        return [msg.eid, msg.event.to_plain(), msg.hops]
     if t is m.LoadReport:
         return [float(msg.load), msg.split]
     if t is m.HandoverRequest:
@@ -261,6 +264,10 @@ def encode_sends(sends, key: NetworkKey | None = None) -> list[tuple]:
         if type(msg) is m.EventMessage:
             p = msg.profile
             memo_key = (msg.eid, msg.attr, msg.key, msg.hops, msg.up, p.ident, p.seq)
+        elif type(msg) is m.EventPush:
+            p = msg.profile
+            memo_key = ("push", msg.eid, msg.hops, p.ident, p.seq)
+        if memo_key is not None:
             datagrams = memo.get(memo_key)
             if datagrams is not None:
                 out.append((send.dest, datagrams))
@@ -441,6 +448,14 @@ def _read_event(r: _Reader, f: tuple):
     return lambda p: m.EventMessage(p, eid, event, attr, key, hops, up)
 
 
+def _read_push(r: _Reader, f: tuple):
+    eid, values, hops = _arity(3)(f)
+    eid = _int(eid, 0, EID_LIMIT - 1, "event id")
+    event = r.event(values)
+    hops = _int(hops, 0, MAX_HOPS, "hops")
+    return lambda p: m.EventPush(p, eid, event, hops)
+
+
 def _read_load(r: _Reader, f: tuple):
     load, split = _arity(2)(f)
     load = _float(load, 0.0, MAX_LOAD, "load")
@@ -501,6 +516,7 @@ _READERS: dict[int, Callable] = {
     _KINDS[m.Refresh]: _read_refresh,
     _KINDS[m.Withdraw]: _read_withdraw,
     _KINDS[m.EventMessage]: _read_event,
+    _KINDS[m.EventPush]: _read_push,
     _KINDS[m.LoadReport]: _read_load,
     _KINDS[m.HandoverRequest]: _read_handover_request,
     _KINDS[m.Handover]: _read_handover,

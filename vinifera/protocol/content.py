@@ -132,6 +132,7 @@ class Content:
             "events_retried": 0,
             "events_caught_up": 0,
             "events_rerouted": 0,
+            "events_pushed": 0,
         }
         self._refresh_own()
 
@@ -422,10 +423,13 @@ class Content:
         interested = sub is not None and sub.matches(event.values)
         if interested:
             self._deliver(now, eid, event, None, 0)
+        sent: set[Hashable] = set()
         for attr, key in self.event_keys(event):
-            _, rv = self._handle(now, eid, event, attr, key, 0, True, None)
+            targets, rv = self._handle(now, eid, event, attr, key, 0, True, None)
+            sent.update(targets)
             if rv:
                 self._note_rendezvous(now, key, interested)
+        self._push(now, eid, event, 0, sent)
         return eid
 
     def _note_rendezvous(self, now: float, key: int, interested: bool) -> None:
@@ -438,20 +442,7 @@ class Content:
         event = msg.event
         sub = self.profile.subscription
         interested = sub is not None and sub.matches(event.values)
-        cap = self.config.capacity
-        self.period_events += 1
-        if cap is not None and self.period_events > cap:
-            self.counters["events_dropped"] += 1
-            rec = record(
-                now,
-                self.overlay.name,
-                "drop",
-                eid=msg.eid,
-                attr=msg.attr,
-                hops=msg.hops,
-                match=interested,
-            )
-            self.out.append(Log(rec))
+        if self._over_capacity(now, msg.eid, msg.attr, msg.hops, interested):
             return
         self.counters["events_received"] += 1
         if self.config.event_retry:
@@ -469,7 +460,7 @@ class Content:
             if msg.up:
                 fwd = self._up_returned(now, msg)
         elif msg.hops < self.config.max_event_hops:
-            fwd, rv = self._handle(
+            targets, rv = self._handle(
                 now,
                 msg.eid,
                 event,
@@ -482,6 +473,8 @@ class Content:
             )
             if rv:
                 self._note_rendezvous(now, msg.key, interested)
+            fwd = len(targets)
+            fwd += self._push(now, msg.eid, event, msg.hops, {msg.profile.address, *targets})
         self.out.append(
             Log(
                 record(
@@ -499,6 +492,22 @@ class Content:
             )
         )
 
+    def _over_capacity(
+        self, now: float, eid: int, attr: str | None, hops: int, interested: bool
+    ) -> bool:
+        """The congestion model: past `capacity` event messages this period,
+        drop (and log) the copy."""
+        cap = self.config.capacity
+        self.period_events += 1
+        if cap is None or self.period_events <= cap:
+            return False
+        self.counters["events_dropped"] += 1
+        rec = record(
+            now, self.overlay.name, "drop", eid=eid, attr=attr, hops=hops, match=interested
+        )
+        self.out.append(Log(rec))
+        return True
+
     def _handle(
         self,
         now: float,
@@ -510,10 +519,10 @@ class Content:
         up: bool,
         sender: Hashable | None,
         state: int = 0,
-    ) -> tuple[int, bool]:
+    ) -> tuple[dict[Hashable, bool], bool]:
         """Forward one copy: down matching CRT branches (once per event and
         attribute) and, for an `up` copy, on toward the rendezvous. Returns
-        (copies sent, whether we are the rendezvous of this key)."""
+        (where copies went, whether we are the rendezvous of this key)."""
         sid = (eid, attr)
         if sid not in self.seen:
             self.seen_at.append((now, sid))
@@ -551,7 +560,64 @@ class Content:
                 memo.had.add(sender)
         for nb, is_up in targets.items():
             self._send_copy(now, nb, eid, event, attr, key, hops, is_up)
-        return len(targets), rv
+        return targets, rv
+
+    def on_push(self, now: float, msg: m.EventPush) -> None:
+        """A link that knows our subscription sent us an event it matches."""
+        self.overlay.refresh_link(now, msg.profile)
+        event = msg.event
+        sub = self.profile.subscription
+        interested = sub is not None and sub.matches(event.values)
+        if self._over_capacity(now, msg.eid, None, msg.hops, interested):
+            return
+        self.counters["events_received"] += 1
+        if interested and msg.eid not in self.delivered:
+            self._deliver(now, msg.eid, event, None, msg.hops)
+        fwd = 0
+        if msg.hops < self.config.max_event_hops:
+            fwd = self._push(now, msg.eid, event, msg.hops, {msg.profile.address})
+        rec = record(
+            now,
+            self.overlay.name,
+            "recv",
+            eid=msg.eid,
+            attr=None,
+            hops=msg.hops,
+            match=interested,
+            fwd=fwd,
+            dup=fwd == 0,
+            rv=False,
+        )
+        self.out.append(Log(rec))
+
+    def _push(self, now: float, eid: int, event: Event, hops: int, skip: set) -> int:
+        """Subscription awareness (ContentConfig.push): the first time this
+        node handles an event, it sends it straight to the links whose
+        subscription (from their profile) matches, except those that already
+        had a copy from or to us; at most `push_fanout` of them, drawn at
+        random. Returns the number of pushes."""
+        if not self.config.push:
+            return 0
+        sid = (eid, None)
+        if sid in self.seen:
+            return 0
+        self.seen[sid] = DOWN_DONE
+        self.seen_at.append((now, sid))
+        values = event.values
+        targets = [
+            addr
+            for addr, entry in self.overlay.links.by_address.items()
+            if addr not in skip
+            and entry.profile.subscription is not None
+            and entry.profile.subscription.matches(values)
+        ]
+        fanout = self.config.push_fanout
+        if fanout is not None and len(targets) > fanout:
+            targets = self.rng.sample(targets, fanout)
+        for addr in targets:
+            self.out.append(Send(addr, m.EventPush(self.profile, eid, event, hops + 1)))
+        self.counters["events_pushed"] += len(targets)
+        return len(targets)
 
     def _up_returned(self, now: float, msg: m.EventMessage) -> int:
         """An up copy came back to a node that has done its up work: a loop

@@ -145,6 +145,22 @@ class EventMessage(Message):
         self.up = up
 
 
+class EventPush(Message):
+    """An event sent straight to a link whose subscription matches it
+    (subscription awareness, ContentConfig.push). The receiver delivers it
+    and pushes it on, once per event, to its own matching links; a push
+    does no tree work (no CRT branch, no rendezvous)."""
+
+    __slots__ = ("eid", "event", "hops")
+    kind = "push"
+
+    def __init__(self, profile: Profile, eid: int, event, hops: int) -> None:
+        self.profile = profile
+        self.eid = eid
+        self.event = event
+        self.hops = hops
+
+
 class LoadReport(Message):
     """To the predecessor, every period: rendezvous load (uninterested
     events per period) and the key that splits that load in half."""

@@ -67,6 +67,7 @@ class Node:
             m.Refresh: self.content.on_refresh,
             m.Withdraw: self.content.on_withdraw,
             m.EventMessage: self.content.on_event,
+            m.EventPush: self.content.on_push,
             m.LoadReport: self.content.on_load,
             m.HandoverRequest: self.content.on_handover_request,
             m.Handover: self.content.on_handover,
