@@ -73,13 +73,15 @@ def main() -> None:
     with ThreadPoolExecutor(a.jobs) as pool:
         results = list(pool.map(lambda r: run(*r), rows(a.nodes, a.rounds)))
     print(
-        "| run | hit ratio | FP | dup | overhead | path | load max | load p95 | wall s | command |"
+        "| run | hit ratio | FP | dup | overhead | event messages | path | load max | load p95 "
+        "| wall s | command |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name, args, s in results:
         print(
             f"| {name} | {s['hit_ratio']} | {s['false_positives']} | {s['duplicates']} "
-            f"| {s['traffic_overhead']:.3f} | {s['path_length']:.2f} | {s['load_max']:.3f} "
+            f"| {s['traffic_overhead']:.3f} | {s['event_messages']:,} "
+            f"| {s['path_length']:.2f} | {s['load_max']:.3f} "
             f"| {s['load_p95']:.3f} | {s['wall_seconds']:.0f} | `vinifera {' '.join(args)}` |"
         )
 

@@ -159,8 +159,8 @@ class ContentConfig:
     # ... to at most this many of the matching links (None: all), drawn at
     # random. Every interested node pushes once, so an event costs about
     # fanout pushes per interested node: at 300 nodes (skewed), pushing to
-    # all matching links cost 6x the event messages of no push for a path of
-    # 4.3 hops (6.5 without); 3 links, 3.4x for 4.8 hops; 1 link, 1.9x for 5.9.
+    # all matching links cost 5.8x the event messages of no push for a path
+    # of 4.3 hops (6.5 without); 3 links, 3.4x for 4.6 hops; 1, 1.9x for 5.9.
     push_fanout: int | None = 3
     # Congestion model: at most this many event messages handled per period
     # (None: unlimited); the excess is dropped and logged.
