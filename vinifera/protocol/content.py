@@ -90,7 +90,8 @@ class Content:
         # (attr, owner) -> {next hop: key ranges sent there}
         self.forwarded: dict[tuple[str, Hashable], dict[Hashable, IntervalSet]] = {}
         self.own: tuple[str, IntervalSet] | None = None  # own demand: (attr, ranges)
-        self.seen: dict[tuple[int, str], int] = {}
+        # (eid, attr) -> DOWN_DONE | UP_DONE; (eid, None): pushed (see _push)
+        self.seen: dict[tuple[int, str | None], int] = {}
         self.seen_at: deque = deque()  # (time, (eid, attr)) for expiry
         self.delivered: set[int] = set()
         self.delivered_at: deque = deque()  # (time, eid) for expiry
@@ -438,13 +439,10 @@ class Content:
             self.rv_keys.append((now, key))
 
     def on_event(self, now: float, msg: m.EventMessage) -> None:
-        self.overlay.refresh_link(now, msg.profile)
-        event = msg.event
-        sub = self.profile.subscription
-        interested = sub is not None and sub.matches(event.values)
-        if self._over_capacity(now, msg.eid, msg.attr, msg.hops, interested):
+        interested = self._arrive(now, msg, msg.attr)
+        if interested is None:
             return
-        self.counters["events_received"] += 1
+        event = msg.event
         if self.config.event_retry:
             self.out.append(Send(msg.profile.address, m.Pong(self.profile)))
         if interested and msg.eid not in self.delivered:
@@ -492,21 +490,31 @@ class Content:
             )
         )
 
-    def _over_capacity(
-        self, now: float, eid: int, attr: str | None, hops: int, interested: bool
-    ) -> bool:
-        """The congestion model: past `capacity` event messages this period,
-        drop (and log) the copy."""
+    def _arrive(self, now: float, msg, attr: str | None) -> bool | None:
+        """What every event copy (tree or push) goes through first: liveness
+        evidence, then the congestion model (past `capacity` event messages
+        this period the copy is dropped and logged: None). Returns whether
+        our own subscription matches the event."""
+        self.overlay.refresh_link(now, msg.profile)
+        sub = self.profile.subscription
+        interested = sub is not None and sub.matches(msg.event.values)
         cap = self.config.capacity
         self.period_events += 1
-        if cap is None or self.period_events <= cap:
-            return False
-        self.counters["events_dropped"] += 1
-        rec = record(
-            now, self.overlay.name, "drop", eid=eid, attr=attr, hops=hops, match=interested
-        )
-        self.out.append(Log(rec))
-        return True
+        if cap is not None and self.period_events > cap:
+            self.counters["events_dropped"] += 1
+            rec = record(
+                now,
+                self.overlay.name,
+                "drop",
+                eid=msg.eid,
+                attr=attr,
+                hops=msg.hops,
+                match=interested,
+            )
+            self.out.append(Log(rec))
+            return None
+        self.counters["events_received"] += 1
+        return interested
 
     def _handle(
         self,
@@ -564,18 +572,14 @@ class Content:
 
     def on_push(self, now: float, msg: m.EventPush) -> None:
         """A link that knows our subscription sent us an event it matches."""
-        self.overlay.refresh_link(now, msg.profile)
-        event = msg.event
-        sub = self.profile.subscription
-        interested = sub is not None and sub.matches(event.values)
-        if self._over_capacity(now, msg.eid, None, msg.hops, interested):
+        interested = self._arrive(now, msg, None)
+        if interested is None:
             return
-        self.counters["events_received"] += 1
         if interested and msg.eid not in self.delivered:
-            self._deliver(now, msg.eid, event, None, msg.hops)
+            self._deliver(now, msg.eid, msg.event, None, msg.hops)
         fwd = 0
         if msg.hops < self.config.max_event_hops:
-            fwd = self._push(now, msg.eid, event, msg.hops, {msg.profile.address})
+            fwd = self._push(now, msg.eid, msg.event, msg.hops, {msg.profile.address})
         rec = record(
             now,
             self.overlay.name,
