@@ -109,7 +109,16 @@ def _opt(*names, **kw):
     type=click.IntRange(min=1),
     help="Congestion model: event messages a node handles per round; the rest drop.",
 )
-@_opt("--no-balancing", is_flag=True, help="Turn Karger-Ruhl identifier balancing off.")
+@_opt(
+    "--no-balancing",
+    is_flag=True,
+    help="Turn balancing off: Karger-Ruhl identifier moves and push shedding.",
+)
+@_opt(
+    "--no-push-shedding",
+    is_flag=True,
+    help="Balance by identifier moves only: busy nodes keep pushing.",
+)
 @_opt(
     "--no-push",
     is_flag=True,
@@ -422,6 +431,7 @@ def _sim_config(**o):
             content,
             capacity=o["capacity"],
             balancing=content.balancing and not o["no_balancing"],
+            shed_pushes=content.shed_pushes and not o["no_push_shedding"],
             push=content.push and not o["no_push"],
             push_fanout=o["push_fanout"] or content.push_fanout,
         )

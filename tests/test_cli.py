@@ -59,6 +59,21 @@ def test_sim_run_json_has_the_documented_fields(tmp_path):
     assert (tmp_path / "sim.jsonl").stat().st_size > 0
 
 
+def test_balancing_flags_reach_the_recorded_configuration(tmp_path):
+    """--no-push-shedding keeps identifier moves; --no-balancing stops both."""
+    seen = {}
+    for flag in ("--no-push-shedding", "--no-balancing"):
+        log_dir = tmp_path / flag.strip("-")
+        out = run(
+            "vinifera", "sim", "run", "--nodes", "20", "--rounds", "4", flag,
+            "--log-dir", str(log_dir), "--json",
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        content = json.loads((log_dir / "manifest.json").read_text())["config"]["content"]
+        seen[flag] = (content["balancing"], content["shed_pushes"])
+    assert seen == {"--no-push-shedding": (True, False), "--no-balancing": (False, True)}
+
+
 def test_sim_run_human_output():
     out = run("vinifera", "sim", "run", "--nodes", "20", "--rounds", "5")
     assert out.returncode == 0, out.stderr

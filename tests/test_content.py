@@ -365,3 +365,83 @@ def test_pushes_only_shorten_deliveries_and_never_duplicate_them():
     assert hops[True].keys() == hops[False].keys()
     assert all(hops[True][k] <= hops[False][k] for k in hops[True])
     assert sum(hops[True].values()) < sum(hops[False].values())
+
+
+def _shed_run(content, succ_forwarding, n_events=8):
+    """The _pusher node hears its successor (link 1) report a forwarding
+    load, then gets pushes of n distinct events that only link 1 wants
+    besides itself; returns how many it pushed on and how many it shed."""
+    from vinifera.protocol import messages as msgs
+
+    node, others = _pusher(content)
+    node.receive(0.1, msgs.LoadReport(others[1].profile, 0.0, None, succ_forwarding))
+    pushed = 0
+    for eid in range(n_events):
+        event = Event.build(SCHEMA, {"a0": 150.0, "a1": 1.0})
+        pushed += len(_pushes(node.receive(0.5, msgs.EventPush(others[4].profile, eid, event, 1))))
+    return pushed, node.content.counters["pushes_shed"], node
+
+
+def test_a_node_far_busier_than_its_successor_sheds_pushes_that_are_its_only_forwarding():
+    # Forwarding load is events per period over a 10-period window: after
+    # 3 events it is 0.3 > 0 + beta (0.2) and > 2 x 0, so it sheds.
+    pushed, shed, node = _shed_run(ContentConfig(), 0.0)
+    assert (pushed, shed) == (3, 5)
+    assert node.content.forwarding() == pytest.approx(0.3)
+    # Only pushes are shed: the events were still delivered here.
+    assert node.content.counters["events_delivered"] == 8
+
+
+@pytest.mark.parametrize(
+    "content, succ_forwarding",
+    [
+        (ContentConfig(), 5.0),  # the successor is busier
+        (ContentConfig(balancing=False), 0.0),  # shedding is part of balancing
+        (ContentConfig(shed_pushes=False), 0.0),
+    ],
+)
+def test_no_shedding_unless_balancing_finds_us_busier_than_our_successor(content, succ_forwarding):
+    pushed, shed, _ = _shed_run(content, succ_forwarding)
+    assert (pushed, shed) == (8, 0)
+
+
+def test_a_stale_successor_report_does_not_make_a_node_shed():
+    from vinifera.protocol import messages as msgs
+
+    node, others = _pusher(ContentConfig())
+    node.receive(0.1, msgs.LoadReport(others[1].profile, 0.0, None, 0.0))
+    event = Event.build(SCHEMA, {"a0": 150.0, "a1": 1.0})
+    pushed = 0
+    for eid in range(8):  # more than two periods after the report
+        pushed += len(_pushes(node.receive(3.5, msgs.EventPush(others[4].profile, eid, event, 1))))
+    assert pushed == 8 and node.content.counters["pushes_shed"] == 0
+
+
+def test_a_shedding_node_still_pushes_an_event_it_forwards_in_the_tree_anyway():
+    from vinifera.protocol import messages as msgs
+
+    _, shed_before, node = _shed_run(ContentConfig(), 0.0)
+    assert node.content.shedding(0.5) and shed_before > 0
+    # An up copy for a key past our successor goes on toward its
+    # rendezvous: the node forwards it anyway, so pushing costs no load.
+    links = node.overlay.links.by_address
+    event = Event.build(SCHEMA, {"a0": 150.0, "a1": 1.0})
+    key = links[1].profile.ident + 10
+    out = node.receive(0.6, msgs.EventMessage(links[2].profile, 99, event, "a0", key, 1, True))
+    tree = [a for a in out if isinstance(a, Send) and isinstance(a.message, msgs.EventMessage)]
+    assert tree and _pushes(out)
+    assert node.content.counters["pushes_shed"] == shed_before
+
+
+def test_the_content_layer_draws_from_its_own_random_stream():
+    """Event ids and push targets never consume the overlay's draws."""
+    from vinifera.protocol import messages as msgs
+
+    node, others = _pusher(ContentConfig(push_fanout=1))
+    assert node.content.rng is not node.overlay.rng
+    before = node.overlay.rng.getstate()
+    for i in range(5):
+        event = Event.build(SCHEMA, {"a0": 150.0, "a1": 1.0})
+        node.publish(0.5, event)
+        node.receive(0.5, msgs.EventPush(others[2].profile, i, event, 1))  # 1 and 4 match
+    assert node.overlay.rng.getstate() == before

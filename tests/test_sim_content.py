@@ -151,8 +151,22 @@ def test_balancing_moves_identifiers_and_keeps_every_delivery():
     off = run(nodes=200, rounds=60, seed=3, content=ContentConfig(balancing=False))
     assert on["identifier_moves"] > 0 and off["identifier_moves"] == 0
     exact(on)
-    # (load_max with and without balancing is reported in docs/results.md:
-    # the hottest nodes are relays, which rendezvous balancing does not move)
+
+
+def balancing_pair(nodes, rounds, seed):
+    """Skewed, the command line's mix, balancing on and off."""
+    common = dict(nodes=nodes, rounds=rounds, seed=seed, subscriptions="skewed", overlay=cli_mix())
+    on = run(**common)
+    off = run(content=ContentConfig(balancing=False), **common)
+    return on, off
+
+
+def test_balancing_lowers_the_busiest_nodes_load_and_keeps_every_delivery():
+    on, off = balancing_pair(300, 60, 1)
+    exact(on)
+    exact(off)
+    assert on["identifier_moves"] > 0
+    assert on["load_max"] < off["load_max"]
 
 
 # ---------------------------------------------------------------- N = 1,000
@@ -198,3 +212,11 @@ def test_thousand_nodes_vinifera_costs_less_than_the_baseline(thousand_pair):
 def test_thousand_nodes_vinifera_paths_are_shorter_than_the_baseline(thousand_pair):
     v, b = thousand_pair
     assert v["path_length"] < b["path_length"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_thousand_nodes_balancing_lowers_the_busiest_nodes_load(seed):
+    on, off = balancing_pair(1000, 100, seed)
+    assert on["hit_ratio"] == 1.0 and off["hit_ratio"] == 1.0
+    assert on["load_max"] < off["load_max"]

@@ -68,7 +68,7 @@ def sample_messages() -> list[m.Message]:
         m.EventMessage(p, 2**63 - 1, EVENT, "city", 99, 4, True),
         m.EventPush(p, 12, EVENT, 3),
         m.LoadReport(p, 2.5, None),
-        m.LoadReport(p, 0.0, 77),
+        m.LoadReport(p, 0.0, 77, 3.25),
         m.HandoverRequest(p, 5),
         m.Handover(p, 5, (("temp", "127.0.0.1:7004", "127.0.0.1:7005", SUB, ivs, 3.0, 0.0),)),
     ]
@@ -182,7 +182,10 @@ BAD = {
         ),
         "field",
     ),
-    "infinite load": (payload(1, 14, GOOD_PROFILE, math.inf, None), "field"),
+    "infinite load": (payload(1, 14, GOOD_PROFILE, math.inf, None, 0.0), "field"),
+    "negative forwarding load": (payload(1, 14, GOOD_PROFILE, 1.0, None, -0.5), "field"),
+    "NaN forwarding load": (payload(1, 14, GOOD_PROFILE, 1.0, None, math.nan), "field"),
+    "load report without forwarding load": (payload(1, 14, GOOD_PROFILE, 1.0, None), "field"),
 }
 
 
@@ -295,7 +298,7 @@ messages = st.one_of(
         st.booleans(),
     ),
     st.builds(m.EventPush, profiles, st.integers(0, 2**63 - 1), events, st.integers(0, 1024)),
-    st.builds(m.LoadReport, profiles, st.floats(0, 1e9), st.none() | idents),
+    st.builds(m.LoadReport, profiles, st.floats(0, 1e9), st.none() | idents, st.floats(0, 1e9)),
     st.builds(m.HandoverRequest, profiles, idents),
     st.builds(
         m.Handover,

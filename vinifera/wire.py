@@ -194,7 +194,7 @@ def _fields(msg: m.Message) -> list:
     if t is m.EventPush:
         return [msg.eid, msg.event.to_plain(), msg.hops]
     if t is m.LoadReport:
-        return [float(msg.load), msg.split]
+        return [float(msg.load), msg.split, float(msg.forwarding)]
     if t is m.HandoverRequest:
         return [msg.new_ident]
     if t is m.Handover:
@@ -457,10 +457,11 @@ def _read_push(r: _Reader, f: tuple):
 
 
 def _read_load(r: _Reader, f: tuple):
-    load, split = _arity(2)(f)
+    load, split, forwarding = _arity(3)(f)
     load = _float(load, 0.0, MAX_LOAD, "load")
     split = None if split is None else _ring(split, "split")
-    return lambda p: m.LoadReport(p, load, split)
+    forwarding = _float(forwarding, 0.0, MAX_LOAD, "forwarding")
+    return lambda p: m.LoadReport(p, load, split, forwarding)
 
 
 def _read_handover_request(r: _Reader, f: tuple):

@@ -179,6 +179,11 @@ class ContentConfig:
     balance_window: float = 10.0
     # After a move, wait this long before the next (loads must re-settle).
     balance_cooldown: float = 10.0
+    # Part of balancing: a node whose forwarding load exceeds its
+    # successor's by more than balance_beta and by more than this factor
+    # skips pushes that would be its only forwarding of an event.
+    shed_pushes: bool = True
+    shed_ratio: float = 2.0
 
     def __post_init__(self) -> None:
         if self.rendezvous not in ("value", "attribute"):
@@ -197,6 +202,8 @@ class ContentConfig:
             raise ValueError("capacity must be >= 1")
         if self.balance_load not in ("uninterested", "all"):
             raise ValueError("balance_load must be 'uninterested' or 'all'")
+        if self.shed_ratio < 1:
+            raise ValueError("shed_ratio must be >= 1")
         if self.balance_beta < 0 or self.balance_window <= 0:
             raise ValueError("balance_beta must be >= 0 and balance_window > 0")
 

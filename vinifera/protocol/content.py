@@ -103,7 +103,12 @@ class Content:
         self.unacked: list[tuple] = []
         self.acks: dict[Hashable, float] = {}
         self.rv_keys: deque = deque()  # (time, key): uninterested rendezvous events
-        self.succ_report: tuple | None = None  # (address, load, split, time)
+        # Events we forwarded to at least one node lately (the load metric
+        # of EXPERIMENTS.md, measured locally): eid -> None, and (time, eid).
+        self.fwd_eids: dict[int, None] = {}
+        self.fwd_at: deque = deque()
+        # (address, load, split, forwarding, time)
+        self.succ_report: tuple | None = None
         self.pending_move: tuple | None = None  # (new_ident, time)
         self.cooldown_until = 0.0
         self.period_events = 0
@@ -134,6 +139,7 @@ class Content:
             "events_caught_up": 0,
             "events_rerouted": 0,
             "events_pushed": 0,
+            "pushes_shed": 0,
         }
         self._refresh_own()
 
@@ -181,6 +187,24 @@ class Content:
 
     def load(self) -> float:
         return len(self.rv_keys) / self.config.balance_window
+
+    def forwarding(self) -> float:
+        """Events forwarded to at least one node, per period, lately."""
+        return len(self.fwd_eids) / self.config.balance_window
+
+    def shedding(self, now: float) -> bool:
+        """Whether we skip pushes that would be our only forwarding of an
+        event (ContentConfig.shed_pushes): while our forwarding load is well
+        above our successor's. Pushes are optional, the tree delivers
+        without them, so a busy relay sheds this work first."""
+        cfg = self.config
+        report = self.succ_report
+        if not (cfg.balancing and cfg.shed_pushes) or report is None:
+            return False
+        if report[0] != self.overlay.links.succ or now - report[4] > 2 * self.period:
+            return False
+        mine, theirs = self.forwarding(), report[3]
+        return mine - theirs > cfg.balance_beta and mine > cfg.shed_ratio * theirs
 
     # ----------------------------------------------------------------- periodic
 
@@ -260,6 +284,9 @@ class Content:
         window = now - self.config.balance_window * self.period
         while self.rv_keys and self.rv_keys[0][0] < window:
             self.rv_keys.popleft()
+        fwd_at, fwd_eids = self.fwd_at, self.fwd_eids
+        while fwd_at and fwd_at[0][0] < window:
+            fwd_eids.pop(fwd_at.popleft()[1], None)
 
     def _refresh_own(self) -> None:
         """Recompute what we ask for ourselves: one range in one tree."""
@@ -430,7 +457,7 @@ class Content:
             sent.update(targets)
             if rv:
                 self._note_rendezvous(now, key, interested)
-        self._push(now, eid, event, 0, sent)
+        self._push(now, eid, event, 0, sent, bool(sent))
         return eid
 
     def _note_rendezvous(self, now: float, key: int, interested: bool) -> None:
@@ -472,7 +499,10 @@ class Content:
             if rv:
                 self._note_rendezvous(now, msg.key, interested)
             fwd = len(targets)
-            fwd += self._push(now, msg.eid, event, msg.hops, {msg.profile.address, *targets})
+            skip = {msg.profile.address, *targets}
+            fwd += self._push(now, msg.eid, event, msg.hops, skip, fwd > 0)
+        if fwd:
+            self._note_forwarded(now, msg.eid)
         self.out.append(
             Log(
                 record(
@@ -579,7 +609,9 @@ class Content:
             self._deliver(now, msg.eid, msg.event, None, msg.hops)
         fwd = 0
         if msg.hops < self.config.max_event_hops:
-            fwd = self._push(now, msg.eid, msg.event, msg.hops, {msg.profile.address})
+            fwd = self._push(now, msg.eid, msg.event, msg.hops, {msg.profile.address}, False)
+        if fwd:
+            self._note_forwarded(now, msg.eid)
         rec = record(
             now,
             self.overlay.name,
@@ -594,16 +626,29 @@ class Content:
         )
         self.out.append(Log(rec))
 
-    def _push(self, now: float, eid: int, event: Event, hops: int, skip: set) -> int:
+    def _note_forwarded(self, now: float, eid: int) -> None:
+        if eid not in self.fwd_eids:
+            self.fwd_eids[eid] = None
+            self.fwd_at.append((now, eid))
+
+    def _push(
+        self, now: float, eid: int, event: Event, hops: int, skip: set, forwarding: bool
+    ) -> int:
         """Subscription awareness (ContentConfig.push): the first time this
         node handles an event, it sends it straight to the links whose
         subscription (from their profile) matches, except those that already
         had a copy from or to us; at most `push_fanout` of them, drawn at
-        random. Returns the number of pushes."""
+        random. `forwarding`: this handling already sent tree copies, so
+        pushing adds no load; otherwise a shedding node does not push (yet:
+        a later tree copy that it forwards may push). Returns the number
+        of pushes."""
         if not self.config.push:
             return 0
         sid = (eid, None)
         if sid in self.seen:
+            return 0
+        if not forwarding and eid not in self.fwd_eids and self.shedding(now):
+            self.counters["pushes_shed"] += 1
             return 0
         self.seen[sid] = DOWN_DONE
         self.seen_at.append((now, sid))
@@ -768,16 +813,17 @@ class Content:
         if links.pred is not None:
             keys = sorted(k for _, k in self.rv_keys)
             split = keys[len(keys) // 2] if keys else None
-            self.out.append(Send(links.pred, m.LoadReport(self.profile, self.load(), split)))
+            report = m.LoadReport(self.profile, self.load(), split, self.forwarding())
+            self.out.append(Send(links.pred, report))
         if self.pending_move is not None and now - self.pending_move[1] > 2 * self.period:
             self.pending_move = None  # the successor never answered
         cfg = self.config
         if not cfg.balancing or self.pending_move is not None or now < self.cooldown_until:
             return
         report = self.succ_report
-        if report is None or links.succ != report[0] or now - report[3] > 2 * self.period:
+        if report is None or links.succ != report[0] or now - report[4] > 2 * self.period:
             return
-        _, succ_load, split, _ = report
+        _, succ_load, split, _, _ = report
         mine = self.load()
         if split is None or succ_load - mine <= cfg.balance_beta or succ_load <= 2 * mine:
             return
@@ -790,7 +836,7 @@ class Content:
 
     def on_load(self, now: float, msg: m.LoadReport) -> None:
         self.overlay.refresh_link(now, msg.profile)
-        self.succ_report = (msg.profile.address, msg.load, msg.split, now)
+        self.succ_report = (msg.profile.address, msg.load, msg.split, msg.forwarding, now)
 
     def on_handover_request(self, now: float, msg: m.HandoverRequest) -> None:
         """Our predecessor moves to new_ident: the keys (its old identifier,

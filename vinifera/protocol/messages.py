@@ -162,16 +162,20 @@ class EventPush(Message):
 
 
 class LoadReport(Message):
-    """To the predecessor, every period: rendezvous load (uninterested
-    events per period) and the key that splits that load in half."""
+    """To the predecessor, every period: rendezvous load (events per
+    period), the key that splits that load in half, and forwarding load
+    (events forwarded to at least one node, per period)."""
 
-    __slots__ = ("load", "split")
+    __slots__ = ("load", "split", "forwarding")
     kind = "load"
 
-    def __init__(self, profile: Profile, load: float, split: int | None) -> None:
+    def __init__(
+        self, profile: Profile, load: float, split: int | None, forwarding: float = 0.0
+    ) -> None:
         self.profile = profile
         self.load = load
         self.split = split
+        self.forwarding = forwarding
 
 
 class HandoverRequest(Message):
