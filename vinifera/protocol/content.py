@@ -198,10 +198,8 @@ class Content:
         above our successor's. Pushes are optional, the tree delivers
         without them, so a busy relay sheds this work first."""
         cfg = self.config
-        report = self.succ_report
-        if not (cfg.balancing and cfg.shed_pushes) or report is None:
-            return False
-        if report[0] != self.overlay.links.succ or now - report[4] > 2 * self.period:
+        report = self._succ_report(now) if cfg.balancing and cfg.shed_pushes else None
+        if report is None:
             return False
         mine, theirs = self.forwarding(), report[3]
         return mine - theirs > cfg.balance_beta and mine > cfg.shed_ratio * theirs
@@ -501,24 +499,27 @@ class Content:
             fwd = len(targets)
             skip = {msg.profile.address, *targets}
             fwd += self._push(now, msg.eid, event, msg.hops, skip, fwd > 0)
+        self._received(now, msg, msg.attr, interested, fwd, dup, rv)
+
+    def _received(self, now: float, msg, attr, interested: bool, fwd: int, dup: bool, rv: bool):
+        """The end of handling a copy: its `recv` record, and the event
+        counted toward our forwarding load when we sent it on (the same
+        records the simulator's load metric counts)."""
         if fwd:
             self._note_forwarded(now, msg.eid)
-        self.out.append(
-            Log(
-                record(
-                    now,
-                    self.overlay.name,
-                    "recv",
-                    eid=msg.eid,
-                    attr=msg.attr,
-                    hops=msg.hops,
-                    match=interested,
-                    fwd=fwd,
-                    dup=dup,
-                    rv=rv,
-                )
-            )
+        rec = record(
+            now,
+            self.overlay.name,
+            "recv",
+            eid=msg.eid,
+            attr=attr,
+            hops=msg.hops,
+            match=interested,
+            fwd=fwd,
+            dup=dup,
+            rv=rv,
         )
+        self.out.append(Log(rec))
 
     def _arrive(self, now: float, msg, attr: str | None) -> bool | None:
         """What every event copy (tree or push) goes through first: liveness
@@ -610,21 +611,7 @@ class Content:
         fwd = 0
         if msg.hops < self.config.max_event_hops:
             fwd = self._push(now, msg.eid, msg.event, msg.hops, {msg.profile.address}, False)
-        if fwd:
-            self._note_forwarded(now, msg.eid)
-        rec = record(
-            now,
-            self.overlay.name,
-            "recv",
-            eid=msg.eid,
-            attr=None,
-            hops=msg.hops,
-            match=interested,
-            fwd=fwd,
-            dup=fwd == 0,
-            rv=False,
-        )
-        self.out.append(Log(rec))
+        self._received(now, msg, None, interested, fwd, fwd == 0, False)
 
     def _note_forwarded(self, now: float, eid: int) -> None:
         if eid not in self.fwd_eids:
@@ -820,8 +807,8 @@ class Content:
         cfg = self.config
         if not cfg.balancing or self.pending_move is not None or now < self.cooldown_until:
             return
-        report = self.succ_report
-        if report is None or links.succ != report[0] or now - report[4] > 2 * self.period:
+        report = self._succ_report(now)
+        if report is None:
             return
         _, succ_load, split, _, _ = report
         mine = self.load()
@@ -833,6 +820,14 @@ class Content:
             return
         self.pending_move = (split, now)
         self.out.append(Send(links.succ, m.HandoverRequest(self.profile, split)))
+
+    def _succ_report(self, now: float) -> tuple | None:
+        """The last LoadReport, if it is from our current successor and no
+        more than two periods old."""
+        report = self.succ_report
+        if report is None or report[0] != self.overlay.links.succ:
+            return None
+        return report if now - report[4] <= 2 * self.period else None
 
     def on_load(self, now: float, msg: m.LoadReport) -> None:
         self.overlay.refresh_link(now, msg.profile)

@@ -50,8 +50,7 @@ class Node:
                 ident = rng.getrandbits(RING_BITS)
         self.overlay = Overlay(Profile(address, ident, subscription), config, rng, self.out)
         # The content layer draws from its own stream, so its choices (event
-        # ids, push targets, shedding) never change the overlay's: two
-        # content configurations on one seed run on the same links.
+        # ids, push targets, shedding) never consume the overlay's draws.
         content_rng = random.Random(rng.getrandbits(64))
         self.content = Content(self.overlay, content, content_rng, self.out)
         self.overlay.peer_gone = self.content.peer_gone
