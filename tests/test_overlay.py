@@ -145,3 +145,29 @@ def test_api_misuse_raises_clear_errors():
         assert "handler" in str(err)
     else:
         raise AssertionError("unknown message must raise")
+
+
+def test_a_bootstrap_node_whose_join_was_lost_is_retried_until_it_answers():
+    """The first node of a swarm knows nobody; if the Join sent to it is
+    lost (its process was not listening yet) and the joiner gets in through
+    others, only retries can let the first node in."""
+    from dataclasses import replace
+
+    def alone_after(retries):
+        cfg = replace(CFG, join_retries=retries)
+        nodes = {
+            a: Node(
+                a, SCHEMA, cfg, random.Random(a), Subscription.build(SCHEMA, {"a0": (0, 99)}), i
+            )
+            for a, i in ((1, 100), (2, 200), (3, 300))
+        }
+        nodes[1].start(0.0)
+        deliver_all(nodes, nodes[2].start(0.0, [1]), 0.0, drop={1})  # lost
+        deliver_all(nodes, nodes[3].start(0.0, [2]), 0.0)
+        for r in range(1, 8):
+            for n in nodes.values():
+                deliver_all(nodes, n.tick(float(r)), float(r))
+        return not nodes[1].overlay.links.by_address, nodes[2].overlay.unanswered
+
+    assert alone_after(0) == (True, {1})
+    assert alone_after(10) == (False, set())

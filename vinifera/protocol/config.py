@@ -52,6 +52,11 @@ class OverlayConfig:
     departed_memory: float = 10.0
     # Bootstrap addresses contacted per join attempt.
     join_fanout: int = 3
+    # A bootstrap node we never heard from (its process was not listening
+    # yet, or the datagram was lost) gets our Join again every period for
+    # this many periods, even once others have let us in: otherwise a node
+    # that knows nobody itself (the first of a swarm) can stay alone.
+    join_retries: int = 10
     # Log a `links` record whenever the routing table changes (the simulator
     # turns this off for speed when no logs are written).
     log_links: bool = True

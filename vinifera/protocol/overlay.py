@@ -66,6 +66,9 @@ class Overlay:
         n_offsets = config.small_world + (config.friends if config.lend_unused_friend_slots else 0)
         self.sw_fractions = draw_small_world_fractions(n_offsets, rng)
         self.bootstrap: list[Hashable] = []
+        # Bootstrap nodes not heard from yet, and join retries left for them.
+        self.unanswered: set[Hashable] = set()
+        self.join_retries = config.join_retries
         self._pool: list[Entry] = []  # candidates of the last reselection
         # Identifiers seen in Cyclon shuffles: a uniform sample of the ring's
         # population, for rank-based small-world targets.
@@ -106,6 +109,12 @@ class Overlay:
                     del self.departed[addr]
         if not self.cyclon.view and not self.links.by_address and self.bootstrap:
             self._send_joins()
+        elif self.unanswered and self.join_retries > 0:
+            self.join_retries -= 1
+            msg = m.Join(self.profile)
+            for addr in sorted(self.unanswered, key=str):
+                self.counters["joins_sent"] += 1
+                self.out.append(Send(addr, msg))
         # Cyclon: shuffle with the oldest neighbour.
         started = self.cyclon.start_shuffle()
         if started is not None:
@@ -217,6 +226,8 @@ class Overlay:
         addr = profile.address
         if self.departed:
             self.departed.pop(addr, None)
+        if self.unanswered:
+            self.unanswered.discard(addr)
         self.cyclon.touch(entry)
         links = self.links.by_address
         if addr in links:
@@ -413,6 +424,7 @@ class Overlay:
         msg = m.Join(self.profile)
         for addr in self.rng.sample(self.bootstrap, k):
             self.counters["joins_sent"] += 1
+            self.unanswered.add(addr)
             self.out.append(Send(addr, msg))
 
     def link_addresses(self) -> list[Hashable]:
