@@ -78,6 +78,31 @@ def test_a_process_swarm_with_churn_delivers_and_leaves_complete_logs(tmp_path):
     assert len(eids) == len(set(eids)), "a restarted node reused event ids"
 
 
+def test_swarm_metrics_count_a_delivery_stamped_before_its_publish(tmp_path):
+    # A node started after the wall clock was stepped stamps its records
+    # 60 ms ahead of the others: its publish sorts after the delivery it caused.
+    schema = {"attributes": {"a0": {"type": "float", "min": 0.0, "max": 1000.0}}}
+    (tmp_path / "manifest.json").write_text(json.dumps({"schema": schema, "period": 0.25}))
+    sub = [["a0", 0.0, 1000.0]]
+    logs = {
+        "node-0.jsonl": [{"t": 100.0, "ev": "join", "sub": sub},
+                         {"t": 110.0, "ev": "recv", "eid": 7, "attr": "a0", "hops": 1,
+                          "match": True, "fwd": 0, "dup": False, "rv": True},
+                         {"t": 110.0, "ev": "deliver", "eid": 7, "hops": 1},
+                         {"t": 120.0, "ev": "leave"}],
+        "node-1.jsonl": [{"t": 100.06, "ev": "join", "sub": None},
+                         {"t": 110.06, "ev": "publish", "eid": 7, "values": [["a0", 5.0]]},
+                         {"t": 120.06, "ev": "leave"}],
+    }  # fmt: skip
+    for name, recs in logs.items():
+        node = name.removesuffix(".jsonl")
+        lines = [json.dumps({"v": 1, "node": node, **r}) for r in recs]
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+    met = swarm_metrics(tmp_path)
+    assert met["expected_pairs"] == 1 and met["hit_ratio"] == 1.0, met
+    assert met["event_messages"] == 1 and met["path_length"] == 1.0
+
+
 def test_bad_swarm_options_get_clear_errors(tmp_path):
     for args, message in [
         (["--cut", "1@5"], "--cut needs --backend netns"),

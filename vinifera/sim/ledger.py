@@ -16,7 +16,10 @@ same numbers from the files). Definitions:
 - load of a node: events it forwarded to at least one node / events
   published; over nodes alive at some time in the window.
 
-Only events published inside the measurement window count.
+Only events published inside the measurement window count. Records are fed
+in time order, except that an event's publish record must come before the
+records of its copies (the simulator's single clock guarantees it; logs of
+several machines need not, so callers feed publishes first).
 """
 
 from __future__ import annotations

@@ -46,7 +46,11 @@ def swarm_metrics(
         raise ValueError(f"no node records in {log_dir}")
     start = records[0]["t"] if since is None else since
     ledger = Ledger(schema, start, records[-1]["t"] + 1, manifest["period"] * deadline_periods)
-    for rec in records:
+    # Each node stamps records with its own clock, and a node started after
+    # the wall clock was stepped is off by that step (tens of ms seen here):
+    # its publish may sort after the first copies received elsewhere. The
+    # Ledger counts copies only of events it knows, so publishes go first.
+    for rec in sorted(records, key=lambda r: r["ev"] != "publish"):
         if rec["node"] not in exclude:
             ledger.feed(rec)
     return {**ledger.summary(), "malformed_lines": bad, "records": len(records)}
