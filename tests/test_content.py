@@ -433,6 +433,19 @@ def test_a_shedding_node_still_pushes_an_event_it_forwards_in_the_tree_anyway():
     assert node.content.counters["pushes_shed"] == shed_before
 
 
+def test_a_shedding_node_still_pushes_an_event_that_has_come_far():
+    from vinifera.protocol import messages as msgs
+
+    _, shed_before, node = _shed_run(ContentConfig(shed_max_hops=16), 0.0)
+    assert node.content.shedding(0.5) and shed_before > 0
+    event = Event.build(SCHEMA, {"a0": 150.0, "a1": 1.0})
+    sender = node.overlay.links.by_address[4].profile
+    near = node.receive(0.6, msgs.EventPush(sender, 100, event, 15))
+    far = node.receive(0.6, msgs.EventPush(sender, 101, event, 16))
+    assert not _pushes(near) and _pushes(far) == [(1, 17)]
+    assert node.content.counters["pushes_shed"] == shed_before + 1
+
+
 def test_the_content_layer_draws_from_its_own_random_stream():
     """Event ids and push targets never consume the overlay's draws."""
     from vinifera.protocol import messages as msgs
@@ -445,3 +458,17 @@ def test_the_content_layer_draws_from_its_own_random_stream():
         node.publish(0.5, event)
         node.receive(0.5, msgs.EventPush(others[2].profile, i, event, 1))  # 1 and 4 match
     assert node.overlay.rng.getstate() == before
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"push_fanout": 0}, "push_fanout"),
+        ({"shed_ratio": 0.5}, "shed_ratio"),
+        ({"shed_max_hops": -1}, "shed_max_hops"),
+        ({"crt_expiry": 1.0}, "crt_expiry"),
+    ],
+)
+def test_a_content_configuration_out_of_range_is_refused_with_its_name(bad, message):
+    with pytest.raises(ValueError, match=message):
+        ContentConfig(**bad)

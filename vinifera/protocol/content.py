@@ -627,14 +627,19 @@ class Content:
         had a copy from or to us; at most `push_fanout` of them, drawn at
         random. `forwarding`: this handling already sent tree copies, so
         pushing adds no load; otherwise a shedding node does not push (yet:
-        a later tree copy that it forwards may push). Returns the number
-        of pushes."""
+        a later tree copy that it forwards may push), unless the event has
+        come far (shed_max_hops). Returns the number of pushes."""
         if not self.config.push:
             return 0
         sid = (eid, None)
         if sid in self.seen:
             return 0
-        if not forwarding and eid not in self.fwd_eids and self.shedding(now):
+        if (
+            not forwarding
+            and eid not in self.fwd_eids
+            and hops < self.config.shed_max_hops
+            and self.shedding(now)
+        ):
             self.counters["pushes_shed"] += 1
             return 0
         self.seen[sid] = DOWN_DONE
