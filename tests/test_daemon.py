@@ -14,6 +14,7 @@ from daemon_swarm import PERIOD, SCHEMA, publish_and_collect, start_swarm, wait_
 import vinifera
 from vinifera.protocol import messages as m
 from vinifera.protocol.profile import Profile
+from vinifera.subscription import Event
 from vinifera.wire import MAX_DATAGRAM, NetworkKey, encode
 
 
@@ -182,3 +183,51 @@ async def test_a_flooding_peer_is_rate_limited():
         counters = node.status()["counters"]
         assert counters["rate_limited"] >= 300
         assert counters.get("messages_received", 0) <= 10 + 20 * 10  # burst + rate x time
+
+
+def test_the_delivery_journal_reads_back_only_recent_deliveries(tmp_path, monkeypatch):
+    from vinifera.daemon import journal
+
+    log = tmp_path / "node.jsonl"
+    lines = []
+    for i in range(300):
+        lines.append(json.dumps({"v": 1, "t": 1000.0 + i, "node": "n", "ev": "deliver",
+                                 "eid": i, "hops": 1}))  # fmt: skip
+        lines.append(json.dumps({"v": 1, "t": 1000.0 + i, "node": "n", "ev": "publish",
+                                 "eid": 10_000 + i, "values": [["a0", 1.0]]}))  # fmt: skip
+    lines.append('{"v": 1, "t": 1300.0, "node": "n", "ev": "deliv')  # cut by a hard kill
+    log.write_text("\n".join(lines))
+    monkeypatch.setattr(journal, "BLOCK", 997)  # many blocks, lines cut at their edges
+    got = journal.recent_deliveries(log, since=1250.0)
+    assert got == [(1000.0 + i, i) for i in range(250, 300)]
+    assert journal.recent_deliveries(log, since=0.0) == [(1000.0 + i, i) for i in range(300)]
+    assert journal.recent_deliveries(tmp_path / "none.jsonl", since=0.0) == []
+
+
+async def test_a_restarted_daemon_does_not_deliver_again_what_its_log_says_it_delivered(tmp_path):
+    """A crash and restart of the same node (same log file): a late copy
+    of an event the previous life delivered is not delivered again."""
+    log = tmp_path / "a.jsonl"
+    sub = "a0 in [100, 200]"
+    async with vinifera.Node(SCHEMA, period=PERIOD, seed=1, log_file=log, subscription=sub) as a:
+        old = await a.publish(a0=150, a1=1)  # matches: delivered to itself
+        address = a.address
+    async with AsyncExitStack() as stack:
+        again = await stack.enter_async_context(
+            vinifera.Node(
+                SCHEMA, period=PERIOD, seed=2, listen=address, log_file=log, subscription=sub
+            )  # fmt: skip
+        )
+        sock = trio.socket.socket(type=trio.socket.SOCK_DGRAM)
+        stack.enter_context(sock)
+        await sock.bind(("127.0.0.1", 0))
+        me = Profile(f"127.0.0.1:{sock.getsockname()[1]}", 1, None)
+        host, port = again.address.rsplit(":", 1)
+        event = Event.build(SCHEMA, {"a0": 150, "a1": 1})
+        for eid in (old, old + 1):  # the late copy, then a new event
+            await sock.sendto(encode(m.EventPush(me, eid, event, 3)), (host, int(port)))
+        await wait_for(lambda: again.status()["counters"].get("delivered", 0) >= 1, 10, "new")
+        await trio.sleep(2 * PERIOD)
+        assert again.status()["counters"]["delivered"] == 1
+    eids = [json.loads(x)["eid"] for x in log.read_text().splitlines() if '"deliver"' in x]
+    assert eids == [old, old + 1]

@@ -17,6 +17,7 @@ import structlog
 import trio
 
 from vinifera.daemon.control import serve_control
+from vinifera.daemon.journal import recent_deliveries
 from vinifera.daemon.ratelimit import PeerRateLimiter
 from vinifera.daemon.settings import NodeSettings
 from vinifera.errors import SchemaError
@@ -112,9 +113,13 @@ class NodeRunner:
                 subscription=s.subscription,
                 content=s.content_config(),
             )
-            if s.log_file is not None:
-                self._log = JsonLinesWriter(s.log_file, append=True)
             self.clock = Clock()
+            if s.log_file is not None:
+                # A previous life's deliveries are not delivered again.
+                memory = s.content_config().dedupe_memory * s.period
+                journal = recent_deliveries(s.log_file, self.clock.now() - memory)
+                self.node.restore_delivered(journal)
+                self._log = JsonLinesWriter(s.log_file, append=True)
             try:
                 async with trio.open_nursery() as nursery:
                     await self._execute(self.node.start(self.clock.now(), s.bootstrap))
