@@ -116,9 +116,8 @@ class NodeRunner:
             self.clock = Clock()
             if s.log_file is not None:
                 # A previous life's deliveries are not delivered again.
-                memory = s.content_config().dedupe_memory * s.period
-                journal = recent_deliveries(s.log_file, self.clock.now() - memory)
-                self.node.restore_delivered(journal)
+                since = self.node.content.dedupe_horizon(self.clock.now())
+                self.node.restore_delivered(recent_deliveries(s.log_file, since))
                 self._log = JsonLinesWriter(s.log_file, append=True)
             try:
                 async with trio.open_nursery() as nursery:

@@ -267,8 +267,12 @@ class Content:
                 if base - age > entry.heard:
                     entry.heard = base - age
 
+    def dedupe_horizon(self, now: float) -> float:
+        """Deliveries (and handled copies) older than this are forgotten."""
+        return now - self.config.dedupe_memory * self.period
+
     def _forget_old(self, now: float) -> None:
-        horizon = now - self.config.dedupe_memory * self.period
+        horizon = self.dedupe_horizon(now)
         seen_at, seen = self.seen_at, self.seen
         while seen_at and seen_at[0][0] < horizon:
             seen.pop(seen_at.popleft()[1], None)
