@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vinifera.errors import ViniferaError
+from vinifera.errors import ViniferaError, brief
+from vinifera.fuzz import Fuzzer
 from vinifera.protocol import messages as m
 from vinifera.protocol.config import OverlayConfig
 from vinifera.protocol.node import Node
@@ -380,3 +381,73 @@ def test_a_batch_encodes_each_distinct_event_copy_once_and_keeps_destinations():
     decoder = Decoder(SCHEMA)
     assert [decoder.decode_untrusted(d[0]).up for _, d in out[:3]] == [False, False, True]
     assert type(decoder.decode_untrusted(out[3][1][0])) is m.Ping
+
+
+# ------------------------------------------------------------- hostile families
+
+
+@pytest.mark.parametrize("key", [None, KEY], ids=["plain", "keyed"])
+@pytest.mark.parametrize("family", Fuzzer.FAMILIES)
+def test_every_fuzz_family_decodes_or_raises_the_one_error(family, key):
+    """The families of vinifera.fuzz (the long run is benchmarks/fuzz_decoder.py):
+    deep nesting, huge containers and mutations of every kind included."""
+    fuzzer, decoder = Fuzzer(SCHEMA, key), Decoder(SCHEMA, key)
+    rng = random.Random(family)
+    reasons = set()
+    for _ in range(1_500):
+        try:
+            decoder.decode_untrusted(fuzzer.datagram(rng, family))
+        except WireError as err:
+            reasons.add(err.reason)
+    assert reasons  # the family does reach the decoder's checks
+
+
+@pytest.mark.parametrize("where", ["version", "kind", "profile", "ident", "age", "event id"])
+@pytest.mark.parametrize("depth", [9, 999, 1_000, 1_019])  # 1,023 levels in all at most
+def test_deep_nesting_anywhere_is_refused_as_too_deep(where, depth):
+    deep = b"\x91" * depth + b"\x01"
+    parts = {
+        "version": [deep, payload(7), payload(GOOD_PROFILE)],
+        "kind": [payload(1), deep, payload(GOOD_PROFILE)],
+        "profile": [payload(1), payload(7), deep],
+        "ident": [payload(1), payload(7), b"\x94" + payload("127.0.0.1:7000") + deep + b"\x00\xc0"],
+        "age": [payload(1), payload(3), payload(GOOD_PROFILE),
+                b"\x91\x92" + payload(GOOD_PROFILE) + deep],
+        "event id": [payload(1), payload(13), payload(GOOD_PROFILE), deep,
+                     payload([["temp", 1.0]]), payload("temp"), payload(5), payload(0),
+                     payload(True)],
+    }[where]  # fmt: skip
+    data = bytes([0x90 + len(parts)]) + b"".join(parts)
+    with pytest.raises(WireError) as err:
+        Decoder(SCHEMA).decode_untrusted(data)
+    assert err.value.reason == "depth"
+
+
+def test_the_deepest_honest_message_is_not_too_deep():
+    entries = ((prof(7001), 1.0),)  # gossip entry -> profile -> subscription -> constraint
+    msg = m.TmanReply(prof(), entries)
+    assert fields(Decoder(SCHEMA).decode_untrusted(encode(msg))) == fields(msg)
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (None, "None"),
+        (1.5, "1.5"),
+        (-7, "-7"),
+        (10**50, "an int of 167 bits"),
+        ("x" * 100, repr("x" * 40) + "..."),
+        (((1,),) * 3, "a tuple of 3 items"),
+        (b"ab", "a bytes of 2 items"),
+        (object(), "a object"),
+    ],
+)
+def test_brief_describes_any_value_in_bounded_space(value, expected):
+    assert brief(value) == expected
+
+
+def test_brief_does_not_walk_a_deep_structure():
+    deep: tuple = ()
+    for _ in range(100_000):
+        deep = (deep,)
+    assert brief(deep) == "a tuple of 1 items"

@@ -51,3 +51,25 @@ def _render(reason: str, text: str, position: int, length: int) -> str:
     column = position - start
     width = max(1, min(length, len(line) - column))
     return f"{reason}\n  {line}\n  {' ' * column}{'^' * width}"
+
+
+def brief(value: object, limit: int = 40) -> str:
+    """A short description of a value for an error message, in bounded
+    time: the value may come from the network, so a container is described
+    by its type and length (its repr could be huge or nested 1,000 deep)
+    and a long string is cut before it is quoted."""
+    t = type(value)
+    if value is None or t is bool or t is float:
+        return repr(value)
+    if t is int:
+        # int -> str is quadratic in the digits, and refused past 4,300 of them
+        return (
+            repr(value)
+            if -(10**limit) < value < 10**limit
+            else f"an int of {value.bit_length()} bits"
+        )
+    if t is str:
+        return repr(value[:limit]) + ("..." if len(value) > limit else "")
+    if t in (tuple, list, dict, set, frozenset, bytes, bytearray):
+        return f"a {t.__name__} of {len(value)} items"
+    return f"a {t.__name__}"

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vinifera.errors import SchemaError
+from vinifera.errors import SchemaError, brief
 from vinifera.ring import RING_MAX
 
 __all__ = ["MAX_STRING", "AttrType", "Attribute", "Schema"]
@@ -160,9 +160,7 @@ class Attribute:
             if tv is float:
                 v = value
             elif tv is bool or not (isinstance(value, int | float) or hasattr(tv, "__index__")):
-                raise SchemaError(
-                    f"{what} for {self.name} must be a number, got {type(value).__name__} {value!r}"
-                )
+                raise SchemaError(f"{what} for {self.name} must be a number, got {brief(value)}")
             else:
                 try:
                     v = float(value if isinstance(value, int | float) else operator.index(value))
@@ -189,13 +187,12 @@ class Attribute:
                 if value in (math.inf, -math.inf):
                     raise SchemaError(f"{what} for {self.name}: infinities are not allowed")
                 if not value.is_integer():
-                    raise SchemaError(f"{what} for {self.name} must be an integer, got {value!r}")
+                    raise SchemaError(
+                        f"{what} for {self.name} must be an integer, got {brief(value)}"
+                    )
                 v = int(value)
             elif isinstance(value, bool) or not hasattr(type(value), "__index__"):
-                raise SchemaError(
-                    f"{what} for {self.name} must be an integer, got {type(value).__name__} "
-                    f"{value!r}"
-                )
+                raise SchemaError(f"{what} for {self.name} must be an integer, got {brief(value)}")
             else:
                 v = operator.index(value)
             if not self.min <= v <= self.max:
@@ -205,9 +202,7 @@ class Attribute:
             return v
         if type(value) is not str:
             if not isinstance(value, str):
-                raise SchemaError(
-                    f"{what} for {self.name} must be a string, got {type(value).__name__} {value!r}"
-                )
+                raise SchemaError(f"{what} for {self.name} must be a string, got {brief(value)}")
             value = "" + value  # a plain str, whatever the subclass does
         try:
             value.encode("utf-8")
@@ -307,7 +302,7 @@ class Schema:
             return self._by_name[name]
         except (KeyError, TypeError):
             known = ", ".join(sorted(self._names))
-            raise SchemaError(f"unknown attribute {name!r} (known: {known})") from None
+            raise SchemaError(f"unknown attribute {brief(name)} (known: {known})") from None
 
     def __contains__(self, name: object) -> bool:
         try:

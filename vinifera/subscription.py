@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vinifera.errors import SchemaError
+from vinifera.errors import SchemaError, brief
 from vinifera.schema import Schema
 
 __all__ = ["Event", "Subscription"]
@@ -58,7 +58,7 @@ class Subscription:
         for name, pair in constraints.items():
             attr = schema.attribute(name)
             if not isinstance(pair, tuple | list) or len(pair) != 2:
-                raise SchemaError(f"range for {name} must be a pair (lo, hi), got {pair!r}")
+                raise SchemaError(f"range for {name} must be a pair (lo, hi), got {brief(pair)}")
             lo = attr.check(pair[0], what="lower bound")
             hi = attr.check(pair[1], what="upper bound")
             if lo > hi:
@@ -113,14 +113,14 @@ class Subscription:
     def from_plain(cls, schema: Schema, data: Any) -> Subscription:
         """Inverse of to_plain; validates everything (data may be untrusted)."""
         if not isinstance(data, list | tuple):
-            raise SchemaError(f"subscription must be a list of [name, lo, hi], got {data!r:.80}")
+            raise SchemaError(f"subscription must be a list of [name, lo, hi], got {brief(data)}")
         constraints: dict[str, tuple[Any, Any]] = {}
         for item in data:
             if not isinstance(item, list | tuple) or len(item) != 3:
-                raise SchemaError(f"constraint must be [name, lo, hi], got {item!r:.80}")
+                raise SchemaError(f"constraint must be [name, lo, hi], got {brief(item)}")
             name, lo, hi = item
             if not isinstance(name, str):
-                raise SchemaError(f"attribute name must be a string, got {name!r:.80}")
+                raise SchemaError(f"attribute name must be a string, got {brief(name)}")
             if name in constraints:
                 raise SchemaError(f"duplicate constraint on {name!r}")
             constraints[name] = (lo, hi)
@@ -207,14 +207,14 @@ class Event:
     def from_plain(cls, schema: Schema, data: Any) -> Event:
         """Inverse of to_plain; validates everything (data may be untrusted)."""
         if not isinstance(data, list | tuple):
-            raise SchemaError(f"event must be a list of [name, value], got {data!r:.80}")
+            raise SchemaError(f"event must be a list of [name, value], got {brief(data)}")
         values: dict[str, Any] = {}
         for item in data:
             if not isinstance(item, list | tuple) or len(item) != 2:
-                raise SchemaError(f"event value must be [name, value], got {item!r:.80}")
+                raise SchemaError(f"event value must be [name, value], got {brief(item)}")
             name, value = item
             if not isinstance(name, str):
-                raise SchemaError(f"attribute name must be a string, got {name!r:.80}")
+                raise SchemaError(f"attribute name must be a string, got {brief(name)}")
             if name in values:
                 raise SchemaError(f"duplicate value for {name!r}")
             values[name] = value

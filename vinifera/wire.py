@@ -24,7 +24,7 @@ from pathlib import Path
 
 import msgpack
 
-from vinifera.errors import SchemaError, ViniferaError
+from vinifera.errors import SchemaError, ViniferaError, brief
 from vinifera.protocol import messages as m
 from vinifera.protocol.profile import Profile
 from vinifera.ring import RING_MAX
@@ -47,6 +47,11 @@ MAX_HOPS = 1_024
 MAX_LOAD = 1e9
 EID_LIMIT = 1 << 63
 SEQ_LIMIT = 1 << 63
+# The deepest honest datagram nests arrays 6 deep (a gossip entry's profile's
+# subscription's constraint). msgpack accepts 1,023 levels, deep enough to
+# exhaust Python's recursion in anything that walks the result (repr, hash,
+# comparison), so deeper input is refused before any field is looked at.
+MAX_DEPTH = 8
 
 _UNPACK_LIMITS = {
     "use_list": False,
@@ -122,7 +127,7 @@ def parse_address(text: str, allow_any_port: bool = False) -> tuple[str, int]:
     Only IP literals: a node must never resolve names that peers send it.
     Port 0 ("any free port") only where a socket is bound, with allow_any_port."""
     if not isinstance(text, str) or not 3 <= len(text) <= MAX_ADDRESS_LEN:
-        raise ValueError(f"bad address {text!r:.80}: expected HOST:PORT")
+        raise ValueError(f"bad address {brief(text, 80)}: expected HOST:PORT")
     host, sep, port_text = text.rpartition(":")
     if not sep or not port_text.isdigit() or len(port_text) > 5:
         raise ValueError(f"bad address {text!r}: expected HOST:PORT")
@@ -291,7 +296,7 @@ def _fail(detail: str) -> WireError:
 
 def _int(x, lo: int, hi: int, what: str) -> int:
     if type(x) is not int or not lo <= x <= hi:
-        raise _fail(f"{what} must be an integer in [{lo}, {hi}], got {x!r:.40}")
+        raise _fail(f"{what} must be an integer in [{lo}, {hi}], got {brief(x)}")
     return x
 
 
@@ -299,7 +304,7 @@ def _float(x, lo: float, hi: float, what: str) -> float:
     if type(x) is int:
         x = float(x)
     elif type(x) is not float or x != x or x in (math.inf, -math.inf):
-        raise _fail(f"{what} must be a finite number, got {x!r:.40}")
+        raise _fail(f"{what} must be a finite number, got {brief(x)}")
     if not lo <= x <= hi:
         raise _fail(f"{what} out of range [{lo}, {hi}]: {x!r}")
     return x
@@ -315,7 +320,7 @@ def _array(x, max_len: int, what: str, exact: int | None = None) -> tuple:
 
 def _address(x) -> str:
     if type(x) is not str:
-        raise _fail(f"address must be a string, got {x!r:.40}")
+        raise _fail(f"address must be a string, got {brief(x)}")
     try:
         host, port = parse_address(x)
     except ValueError as err:
@@ -331,7 +336,7 @@ def _ring(x, what: str) -> int:
 
 def _attr(x, schema: Schema) -> str:
     if type(x) is not str or x not in schema:
-        raise _fail(f"unknown attribute {x!r:.40}")
+        raise _fail(f"unknown attribute {brief(x)}")
     return x
 
 
@@ -524,6 +529,17 @@ _READERS: dict[int, Callable] = {
 }
 
 
+def _too_deep(top: tuple, limit: int) -> bool:
+    """Whether arrays nest more than `limit` levels below and including
+    `top`. Iterative: the input may nest 1,023 deep."""
+    level = [top]
+    for _ in range(limit):
+        level = [y for x in level for y in x if type(y) is tuple]
+        if not level:
+            return False
+    return True
+
+
 class Decoder:
     """Decodes datagrams for one swarm (its schema and optional key)."""
 
@@ -549,12 +565,14 @@ class Decoder:
             raise WireError("msgpack", str(err)[:80]) from None
         if type(top) is not tuple or len(top) < 3:
             raise WireError("msgpack", "not a message array")
+        if _too_deep(top, MAX_DEPTH):
+            raise WireError("depth", f"arrays nested more than {MAX_DEPTH} deep")
         version, kind = top[0], top[1]
         if version != WIRE_VERSION or type(version) is not int:
-            raise WireError("version", f"unsupported wire version {version!r:.20}")
+            raise WireError("version", f"unsupported wire version {brief(version, 20)}")
         reader = _READERS.get(kind) if type(kind) is int else None
         if reader is None:
-            raise WireError("kind", f"unknown message kind {kind!r:.20}")
+            raise WireError("kind", f"unknown message kind {brief(kind, 20)}")
         profile = self._reader.profile(top[2])
         build = reader(self._reader, top[3:])
         return build(profile)
