@@ -122,31 +122,62 @@ def test_subscription_change_takes_effect():
     assert 5 not in net.got(eid)
 
 
-def test_graceful_leave_withdraws_the_subscription_everywhere_at_once():
+def _only_for(net, addr):
+    """An event only `addr` wants (on a0), or None."""
+    sub = net.nodes[addr].subscription
+    lo, hi = sub.range_of("a0")
+    for k in range(50):
+        v = lo + (hi - lo) * k / 49
+        event = Event.build(SCHEMA, {"a0": v, "a1": 1.0})
+        if net.expected(event) == {addr}:
+            return event
+    return None
+
+
+def _rows_matching(net, event, now, current_only=False):
+    """(node, attribute, neighbour) of every row that would send `event` down."""
+    out = []
+    for attr, key in event.keys().items():
+        for a, n in net.nodes.items():
+            for nb, row in n.content.crt.rows.get(attr, {}).items():
+                hit = any(f.matches(key, event.keys()) for f in row.filters)
+                if hit or (not current_only and row.matches(key, event.keys(), now)):
+                    out.append((a, attr, nb))
+    return out
+
+
+def _installed_only_for(net, now):
+    """An event only one node wants, whose subscription has rows somewhere."""
+    for a in range(len(net.nodes)):
+        event = _only_for(net, a)
+        if event is not None and _rows_matching(net, event, now):
+            return event
+    raise AssertionError("no such event in this overlay")
+
+
+def test_graceful_leave_withdraws_the_subscription_at_once_and_its_leftovers_expire():
     net = Net(30, seed=4)
     net.rounds(20)
-    holders = [
-        a for a, n in net.nodes.items() if any(7 in n.content.crt.owners(at) for at in ("a0", "a1"))
-    ]
-    assert holders  # node 7's subscription is installed somewhere
-    net.run(net.nodes[7].leave(net.now), 7)
-    net.down.add(7)
-    for a, n in net.nodes.items():
-        if a != 7:
-            assert 7 not in n.content.crt.owners("a0"), a
+    event = _installed_only_for(net, net.now)
+    (leaver,) = net.expected(event)
+    net.run(net.nodes[leaver].leave(net.now), leaver)
+    net.down.add(leaver)
+    assert _rows_matching(net, event, net.now, current_only=True) == []
+    # what rows dropped stays matchable until the expiry (make-before-break)
+    net.rounds(int(net.content.crt_expiry) + 1)
+    assert _rows_matching(net, event, net.now) == []
 
 
 def test_a_crashed_subscriber_leaves_every_crt_within_the_expiry():
     net = Net(30, seed=5)
     net.rounds(20)
-    net.down.add(11)  # silent from now on
-    expiry = net.content.crt_expiry
-    net.rounds(int(expiry) + 1)
-    for a, n in net.nodes.items():
-        if a != 11:
-            assert 11 not in n.content.crt.owners("a0"), a
+    event = _installed_only_for(net, net.now)
+    (victim,) = net.expected(event)
+    net.down.add(victim)  # silent from now on
+    net.rounds(2 * int(net.content.crt_expiry) + 2)  # its rows expire, then what they dropped
+    assert _rows_matching(net, event, net.now) == []
     # and the rest still get their events
-    eid, event = net.publish(2, 420.0, 10.0)
+    eid, event = net.publish(2 if victim != 2 else 3, 420.0, 10.0)
     assert sorted(net.got(eid)) == sorted(net.expected(event))
 
 
@@ -257,7 +288,7 @@ def test_a_silent_ring_neighbours_keys_go_to_its_heir():
     e = {a: Entry(n.profile, 0.0) for a, n in nodes.items()}
     me.overlay.links = Links(succ=e[4], pred=e[2], small_world=[e[9]])
     me.overlay.ring_backups = [e[5], e[1]]
-    c = me.content
+    c = me.content.forest
     assert c._next_hop_without(key_of(350.0), 4) == 5  # the successor's heir
     assert c._next_hop_without(key_of(150.0), 2) is MINE  # we are the predecessor's
     assert c._next_hop_without(key_of(50.0), 2) != MINE  # not its keys: routed on

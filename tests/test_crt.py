@@ -1,164 +1,197 @@
-"""The content routing table as a pure data structure."""
+"""CRT rows and their filters: aggregation that never loses a subscriber's
+event, rows that stay the same size whatever the number of subscribers,
+soft-state keep-alives, expiry and make-before-break."""
+
+from __future__ import annotations
+
+import random
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vinifera.protocol.crt import Crt
+from vinifera.protocol.content.crt import OLD_GENERATIONS, Crt
+from vinifera.protocol.content.filters import Filter, aggregate, cap_intervals, digest
 from vinifera.ranges import IntervalSet
-from vinifera.schema import Schema
-from vinifera.subscription import Subscription
+from vinifera.ring import RING_MAX
 
-SCHEMA = Schema.numeric(2)
-
-
-def sub(lo, hi, lo1=0.0, hi1=1000.0):
-    return Subscription.build(SCHEMA, {"a0": (lo, hi), "a1": (lo1, hi1)})
+ATTRS = ("a0", "a1", "a2")
 
 
-def keys(lo, hi):
-    return IntervalSet.of(*sorted((SCHEMA.attribute("a0").key(lo), SCHEMA.attribute("a0").key(hi))))
+def box(**ranges) -> tuple:
+    return tuple(sorted((a, IntervalSet.of(lo, hi)) for a, (lo, hi) in ranges.items()))
 
 
-def test_entries_from_one_neighbour_aggregate_into_one_row():
-    crt = Crt(100, 100)
-    assert crt.upsert("a0", "n1", "s1", sub(10, 20), keys(10, 20), 5.0, 0.0)
-    assert crt.upsert("a0", "n1", "s2", sub(15, 30), keys(15, 30), 5.0, 0.0)
-    assert crt.summary() == {"a0": {"rows": 1, "entries": 2}}
-    # a refresh that changes nothing is not news
-    assert not crt.upsert("a0", "n1", "s1", sub(10, 20), keys(10, 20), 6.0, 0.0)
+def f(lo, hi, depth=1, **ranges) -> Filter:
+    return Filter(IntervalSet.of(lo, hi), box(**ranges), depth)
 
 
-def test_matching_uses_key_ranges_and_the_full_subscription():
-    crt = Crt(100, 100)
-    crt.upsert("a0", "n1", "s1", sub(10, 20, 0, 50), keys(10, 20), 5.0, 0.0)
-    crt.upsert("a0", "n2", "s2", sub(10, 20, 60, 90), keys(10, 20), 5.0, 0.0)
-    k = SCHEMA.attribute("a0").key(15.0)
-    assert crt.matching_neighbours("a0", k, {"a0": 15.0, "a1": 40.0}, 1.0, None) == ["n1"]
-    assert crt.matching_neighbours("a0", k, {"a0": 15.0, "a1": 70.0}, 1.0, None) == ["n2"]
-    assert crt.matching_neighbours("a0", k, {"a0": 15.0, "a1": 40.0}, 1.0, "n1") == []
-    far = SCHEMA.attribute("a0").key(500.0)
-    assert crt.matching_neighbours("a0", far, {"a0": 15.0, "a1": 40.0}, 1.0, None) == []
+def covers(filters, key, event_keys) -> bool:
+    return any(x.matches(key, event_keys) for x in filters)
 
 
-def test_expiry_deaggregates_exactly_the_silent_owner():
-    crt = Crt(100, 100)
-    crt.upsert("a0", "n1", "s1", sub(10, 20), keys(10, 20), 5.0, 0.0)
-    crt.upsert("a0", "n1", "s2", sub(40, 50), keys(40, 50), 9.0, 0.0)
-    assert crt.expire(6.0, -1.0) == [("a0", "s1")]
-    assert crt.owners("a0") == ["s2"]
-    assert crt.owner_demand("a0", "s1") == (None, IntervalSet())
-    assert crt.owner_demand("a0", "s2")[1] == keys(40, 50)
+# ----------------------------------------------------------------- filters
 
 
-def test_departed_owner_and_neighbour_are_forgotten():
-    crt = Crt(100, 100)
-    crt.upsert("a0", "n1", "s1", sub(10, 20), keys(10, 20), 5.0, 0.0)
-    crt.upsert("a0", "n2", "s1", sub(10, 20), keys(21, 25), 5.0, 0.0)
-    crt.upsert("a0", "n2", "s2", sub(40, 50), keys(40, 50), 5.0, 0.0)
-    assert crt.drop_owner("s1") == [("a0", "s1")]
-    assert len(crt) == 1
-    assert crt.drop_neighbour("n2") == [("a0", "s2")]
-    assert len(crt) == 0 and crt.attributes() == []
+def test_one_attribute_folds_any_number_of_subscribers_into_one_filter():
+    rng = random.Random(1)
+    many = []
+    for _ in range(1000):
+        lo = rng.randrange(0, 10**6)
+        many.append(f(lo, lo + rng.randrange(1, 5000), depth=rng.randrange(1, 9)))
+    (row,) = aggregate(many, cap=32, max_intervals=10**6)
+    assert row.keys == IntervalSet.from_intervals((x.keys.lo, x.keys.hi) for x in many)
+    assert row.depth == min(x.depth for x in many)
 
 
-def test_shrunk_ranges_stay_matchable_until_their_expiry():
-    # make-before-break: the keys a neighbour stops asking for keep their
-    # old route until the new one has had time to form
-    crt = Crt(100, 100)
-    crt.upsert("a0", "n1", "s1", sub(10, 20), keys(10, 20), 5.0, 0.0)
-    assert not crt.upsert("a0", "n1", "s1", sub(10, 20), keys(10, 15), 8.0, 0.0)  # shrink: not news
-    k = SCHEMA.attribute("a0").key(18.0)
-    values = {"a0": 18.0, "a1": 1.0}
-    assert crt.matching_neighbours("a0", k, values, 7.0, None) == ["n1"]
-    assert crt.expire(9.0, -1.0) == [("a0", "s1")]
-    assert crt.matching_neighbours("a0", k, values, 9.0, None) == []
+def test_same_keys_and_one_differing_attribute_merge_exactly():
+    """The baseline's rows: every filter asks for the attribute's one key;
+    their value ranges on that attribute unite without loss."""
+    rows = aggregate([f(7, 7, a0=(0, 10)), f(7, 7, a0=(50, 60)), f(7, 7, a0=(5, 20))], 32, 64)
+    united = IntervalSet.from_intervals([(0, 20), (50, 60)])
+    assert rows == (Filter(IntervalSet.of(7, 7), (("a0", united),), 1),)
+    assert covers(rows, 7, {"a0": 55}) and not covers(rows, 7, {"a0": 30})
 
 
-def test_an_owner_silent_too_long_expires_whatever_refreshes_its_entry():
-    # relays refreshing each other around a loop cannot keep a dead owner alive
-    crt = Crt(100, 100)
-    crt.upsert("a0", "n1", "s1", sub(10, 20), keys(10, 20), 50.0, heard=3.0)
-    crt.upsert("a0", "n1", "s2", sub(10, 20), keys(10, 20), 50.0, heard=9.0)
-    assert crt.expire(10.0, owner_silent_since=5.0) == [("a0", "s1")]
-    assert crt.owners("a0") == ["s2"]
+def test_distinct_boxes_stay_apart_until_the_cap():
+    filters = [f(0, 100, a1=(10 * i, 10 * i + 5)) for i in range(10)]
+    row = aggregate(filters, cap=32, max_intervals=64)
+    assert len(row) == 1  # same keys, boxes one attribute apart: still exact
+    assert not covers(row, 50, {"a1": 7})
+    two_dims = [f(0, 100, a1=(10 * i, 10 * i + 5), a2=(i, i)) for i in range(10)]
+    assert len(aggregate(two_dims, cap=32, max_intervals=64)) == 10
+    assert len(aggregate(two_dims, cap=4, max_intervals=64)) == 4
 
 
-def test_caps_refuse_and_count():
-    crt = Crt(max_entries_per_row=2, max_rows_per_attribute=1)
-    assert crt.upsert("a0", "n1", "s1", sub(1, 2), keys(1, 2), 5.0, 0.0)
-    assert crt.upsert("a0", "n1", "s2", sub(1, 2), keys(1, 2), 5.0, 0.0)
-    assert not crt.upsert("a0", "n1", "s3", sub(1, 2), keys(1, 2), 5.0, 0.0)
-    assert not crt.upsert("a0", "n2", "s4", sub(1, 2), keys(1, 2), 5.0, 0.0)
-    assert crt.refused == 2 and len(crt) == 2
-
-
-intervals = st.lists(
-    st.tuples(st.integers(0, 10_000), st.integers(0, 500)).map(lambda t: (t[0], t[0] + t[1])),
-    min_size=1,
-    max_size=6,
+boxes = st.dictionaries(
+    st.sampled_from(ATTRS[1:]),
+    st.tuples(st.integers(0, 1000), st.integers(0, 1000)).map(lambda t: (min(t), max(t))),
+    max_size=2,
 )
-
-
-@settings(max_examples=80, deadline=None)
-@given(parts=st.lists(st.tuples(st.sampled_from(["n1", "n2", "n3"]), intervals), min_size=1))
-def test_aggregation_never_loses_a_subscribers_range(parts):
-    crt = Crt(1000, 1000)
-    s = sub(1, 2)
-    asked: dict[str, IntervalSet] = {}
-    for nb, ivs in parts:
-        ranges = IntervalSet.from_intervals(ivs)
-        crt.upsert("a0", nb, "s1", s, ranges, 10.0, 0.0)
-        asked[nb] = asked.get(nb, IntervalSet()) | ranges
-    _, demand = crt.owner_demand("a0", "s1")
-    for ranges in asked.values():
-        # everything ever asked through any neighbour is still routed onward
-        assert demand.covers(ranges)
-        for lo, hi in ranges.intervals:
-            for key in (lo, hi, (lo + hi) // 2):
-                assert crt.rows["a0"]
-                assert any(
-                    e.holds(key, 5.0) for row in crt.rows["a0"].values() for e in row.values()
-                )
-
-
-def brute_force(crt: Crt, attr, key, values, now, exclude):
-    out = []
-    for nb, row in crt.rows.get(attr, {}).items():
-        if nb != exclude and any(
-            e.expiry >= now and e.holds(key, now) and e.sub.matches(values) for e in row.values()
-        ):
-            out.append(nb)
-    return out
-
-
-ops = st.lists(
-    st.tuples(
-        st.sampled_from(["upsert", "upsert", "remove", "query"]),
-        st.integers(0, 5),  # neighbour
-        st.integers(0, 7),  # owner
-        st.floats(0, 1000),
-        st.floats(0, 600),  # width: some entries are wide
-        st.floats(0, 1000),  # event value
-    ),
-    max_size=60,
+filters = st.builds(
+    lambda lo, w, b, d: f(lo, lo + w, d, **b),
+    st.integers(0, 1000),
+    st.integers(0, 300),
+    boxes,
+    st.integers(1, 5),
 )
+points = st.tuples(st.integers(0, 1300), st.integers(0, 1000), st.integers(0, 1000))
 
 
 @settings(max_examples=200, deadline=None)
-@given(ops)
-def test_the_key_index_finds_exactly_what_a_scan_finds(operations):
-    crt = Crt(100, 100)
-    for i, (op, nb, owner, lo, width, value) in enumerate(operations):
-        now = float(i)
-        if op == "upsert":
-            hi = min(1000.0, lo + width)
-            crt.upsert("a0", nb, owner, sub(lo, hi), keys(lo, hi), now + 5, now)
-        elif op == "remove":
-            crt.remove("a0", nb, owner)
-        else:
-            values = {"a0": value, "a1": 500.0}
-            key = SCHEMA.attribute("a0").key(value)
-            for exclude in (None, nb):
-                assert crt.matching_neighbours("a0", key, values, now, exclude) == brute_force(
-                    crt, "a0", key, values, now, exclude
-                )
+@given(st.lists(filters, min_size=1, max_size=40), st.integers(1, 8), st.lists(points, max_size=30))
+def test_aggregation_never_loses_an_event_a_filter_wanted(fs, cap, probes):
+    row = aggregate(fs, cap, max_intervals=4)
+    assert len(row) <= cap
+    assert min(x.depth for x in row) == min(x.depth for x in fs)
+    for key, v1, v2 in probes + [(x.keys.lo, 0, 0) for x in fs]:
+        event_keys = {"a1": v1, "a2": v2}
+        if covers(fs, key, event_keys):
+            assert covers(row, key, event_keys)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(filters, min_size=1, max_size=20), st.randoms())
+def test_a_row_is_canonical_whatever_the_order_of_its_filters(fs, rnd):
+    shuffled = list(fs)
+    rnd.shuffle(shuffled)
+    a, b = aggregate(fs, 6, 8), aggregate(shuffled, 6, 8)
+    assert a == b and digest(a) == digest(b)
+
+
+def test_digests_differ_when_rows_differ_and_are_64_bits():
+    a = aggregate([f(0, 10)], 4, 4)
+    b = aggregate([f(0, 11)], 4, 4)
+    assert digest(a) != digest(b)
+    assert 0 <= digest(a) <= RING_MAX
+
+
+def test_capping_intervals_fills_the_smallest_gaps():
+    s = IntervalSet.from_intervals([(0, 1), (3, 4), (100, 101), (104, 105), (1000, 1001)])
+    assert cap_intervals(s, 3) == IntervalSet.from_intervals([(0, 4), (100, 105), (1000, 1001)])
+    assert cap_intervals(s, 10) is s
+
+
+# ----------------------------------------------------------------- the table
+
+
+def crt(**kw) -> Crt:
+    return Crt(kw.get("max_filters", 8), kw.get("max_intervals", 16), kw.get("max_rows", 8))
+
+
+def test_a_row_is_replaced_whole_and_unchanged_rows_report_nothing():
+    t = crt()
+    assert t.install("a0", "n1", (f(0, 10),), expiry=3.0, keep_dropped=3.0) is not None
+    assert t.install("a0", "n1", (f(0, 10),), expiry=4.0, keep_dropped=4.0) is None
+    assert t.row("a0", "n1").expiry == 4.0
+    assert t.install("a0", "n1", (f(20, 30),), expiry=5.0, keep_dropped=5.0) is not None
+    assert [x.keys for x in t.row("a0", "n1").filters] == [IntervalSet.of(20, 30)]
+
+
+def test_dropped_content_stays_matchable_until_its_expiry_and_not_after():
+    t = crt()
+    t.install("a0", "n1", (f(0, 10),), expiry=3.0, keep_dropped=3.0)
+    t.install("a0", "n1", (f(20, 30),), expiry=4.0, keep_dropped=4.0)  # the route to 0-10 moved
+    assert t.matching_neighbours("a0", 5, {}, now=4.0, exclude=None) == ["n1"]
+    t.keep_alive("a0", "n1", digest(t.row("a0", "n1").filters), expiry=9.0)
+    t.expire(4.5)
+    assert t.matching_neighbours("a0", 5, {}, now=4.5, exclude=None) == []
+    assert t.matching_neighbours("a0", 25, {}, now=4.5, exclude=None) == ["n1"]
+
+
+def test_dropped_content_does_not_live_longer_by_later_changes():
+    t = crt()
+    t.install("a0", "n1", (f(0, 10),), expiry=3.0, keep_dropped=3.0)
+    for i in range(1, 2 * OLD_GENERATIONS):
+        t.install("a0", "n1", (f(100 * i, 100 * i + 10),), expiry=3.0 + i, keep_dropped=3.0 + i)
+    # 0-10 was dropped at t = 1 with expiry 4: later replacements keep it no longer
+    assert t.matching_neighbours("a0", 5, {}, now=4.5, exclude=None) == []
+    assert len(t.row("a0", "n1").old) <= OLD_GENERATIONS
+
+
+def test_keep_alive_matches_the_digest_of_the_row_held():
+    t = crt()
+    t.install("a0", "n1", (f(0, 10),), expiry=3.0, keep_dropped=3.0)
+    held = digest(t.row("a0", "n1").filters)
+    assert t.keep_alive("a0", "n1", held, expiry=9.0)
+    assert t.row("a0", "n1").expiry == 9.0
+    assert not t.keep_alive("a0", "n1", held ^ 1, expiry=10.0)  # another row: ask for it
+    assert not t.keep_alive("a0", "n2", held, expiry=10.0)  # no row at all
+    assert t.expire(9.5) == ["a0"] and t.row("a0", "n1") is None
+
+
+def test_a_neighbour_cannot_make_a_row_bigger_than_the_cap():
+    t = crt(max_filters=4)
+    many = tuple(f(0, 100, a1=(i, i), a2=(i, i)) for i in range(500))
+    t.install("a0", "evil", many, expiry=3.0, keep_dropped=3.0)
+    assert len(t.row("a0", "evil").filters) == 4
+    assert len(t) == 4
+
+
+def test_rows_per_attribute_are_capped_and_refusals_counted():
+    t = crt(max_rows=2)
+    for nb in ("n1", "n2", "n3"):
+        t.install("a0", nb, (f(0, 10),), expiry=3.0, keep_dropped=3.0)
+    assert list(t.rows["a0"]) == ["n1", "n2"] and t.refused == 1
+
+
+def test_matching_follows_row_order_skips_the_sender_and_checks_the_box():
+    t = crt()
+    t.install("a0", "n2", (f(0, 10, a1=(0, 5)),), expiry=3.0, keep_dropped=3.0)
+    t.install("a0", "n1", (f(0, 10),), expiry=3.0, keep_dropped=3.0)
+    t.install("a0", "n3", (f(0, 10, a1=(6, 9)),), expiry=3.0, keep_dropped=3.0)
+    assert t.matching_neighbours("a0", 5, {"a1": 3}, 1.0, exclude=None) == ["n2", "n1"]
+    assert t.matching_neighbours("a0", 5, {"a1": 3}, 1.0, exclude="n2") == ["n1"]
+    assert t.matching_neighbours("a0", 11, {"a1": 3}, 1.0, exclude=None) == []
+    assert t.drop_neighbour("n1") == ["a0"]
+    assert t.matching_neighbours("a0", 5, {"a1": 7}, 1.0, exclude=None) == ["n3"]
+
+
+def test_clipped_rows_are_what_moves_in_a_handover():
+    t = crt()
+    t.install("a0", "n1", (f(0, 100, a1=(1, 2)),), expiry=3.0, keep_dropped=3.0)
+    t.install("a0", "n2", (f(200, 300),), expiry=3.0, keep_dropped=3.0)
+    moved = list(t.clipped("a0", IntervalSet.of(50, 250)))
+    assert [(nb, [x.keys for x in fs]) for nb, fs, _ in moved] == [
+        ("n1", [IntervalSet.of(50, 100)]),
+        ("n2", [IntervalSet.of(200, 250)]),
+    ]

@@ -15,7 +15,7 @@ import vinifera
 from vinifera.protocol import messages as m
 from vinifera.protocol.profile import Profile
 from vinifera.subscription import Event
-from vinifera.wire import MAX_DATAGRAM, NetworkKey, encode
+from vinifera.wire import MAX_DATAGRAM, WIRE_VERSION, NetworkKey, encode
 
 
 async def test_thirty_nodes_deliver_every_event_exactly_once():
@@ -83,8 +83,12 @@ async def malformed_stream(key: NetworkKey, sender: str, victim: str, rng: rando
         lambda: good[: rng.randrange(1, len(good))],  # truncated
         lambda: key.tag(b := good[16 : rng.randrange(17, len(good))]) + b,  # truncated, keyed
         lambda: key.tag(b := os.urandom(rng.randrange(1, 200))) + b,  # random bytes, keyed
-        lambda: key.tag(b := msgpack.packb([1, 7, ["x", "y"]])) + b,  # wrong types, keyed
-        lambda: key.tag(b := msgpack.packb([1, 99, [sender, 1, 0, None]])) + b,  # unknown kind
+        lambda: (
+            key.tag(b := msgpack.packb([WIRE_VERSION, 7, ["x", "y"]])) + b
+        ),  # wrong types, keyed
+        lambda: (
+            key.tag(b := msgpack.packb([WIRE_VERSION, 99, [sender, 1, 0, None]])) + b
+        ),  # unknown kind
         lambda: key.tag(b := msgpack.packb([9, 7, [sender, 1, 0, None]])) + b,  # version
         lambda: os.urandom(MAX_DATAGRAM + 100),  # oversized
         lambda: plain,  # no key

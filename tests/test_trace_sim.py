@@ -105,8 +105,8 @@ def test_replay_delivers_exactly_and_nearly_everything(crash_run):
     assert summary["duplicates"] == 0
     # 300 s rounds are coarse for this trace (5 joins and 5 crashes per hour
     # among ~130 nodes); docs/results.md has the hit ratio against the round
-    # length (this run: 0.997; 0.988 before push, 0.927 before catch-up
-    # and heirs).
+    # length (this run: 0.996 with aggregated rows; per-owner entries gave
+    # 0.997, 0.988 before push, 0.927 before catch-up and heirs).
     assert summary["hit_ratio"] >= 0.99
 
 
@@ -131,19 +131,21 @@ def test_catch_up_serves_the_subscribers_the_tree_reaches_late(crash_run):
     with_catch_up, without = _tree_only(rp), _tree_only(rp, catch_up=0)
     assert without["expected_pairs"] == with_catch_up["expected_pairs"]
     assert without["duplicates"] == with_catch_up["duplicates"] == 0
-    # this run: 0.960 without, 0.988 with
+    # this run: 0.947 without, 0.999 with
     assert without["hit_ratio"] < with_catch_up["hit_ratio"] - 0.015
 
 
 def test_pushes_reach_newcomers_before_their_subscription_is_in_the_tree(crash_run):
     """A newcomer's links know its subscription from its profile at once;
-    its subscription reaches the tree periods later."""
-    rp, _, with_push, _ = crash_run
-    without = _tree_only(rp)
+    its subscription reaches the tree periods later. Catch-up is off on
+    both sides: with it the tree alone serves nearly every newcomer."""
+    rp, _, _, _ = crash_run
+    cfg = SimConfig.for_trace(rp, events_per_round=10, seed=3, content=ContentConfig(catch_up=0))
+    with_push, without = Simulation(cfg).run(), _tree_only(rp, catch_up=0)
     assert without["expected_pairs"] == with_push["expected_pairs"]
     assert with_push["duplicates"] == with_push["false_positives"] == 0
-    # this run: 0.988 without, 0.997 with
-    assert with_push["hit_ratio"] > without["hit_ratio"] + 0.005
+    # this run: 0.947 without, 0.985 with
+    assert with_push["hit_ratio"] > without["hit_ratio"] + 0.02
 
 
 def test_graceful_departures_log_leaves(tmp_path):

@@ -11,7 +11,7 @@ here is random without a seed. The families:
 - ``replace``: a valid message's decoded structure with one node replaced by
   a hostile value (a wrong type, a boundary number, NaN, a huge container,
   a long string, deep nesting);
-- ``deep``: arrays nested 9 to 1,023 deep at a random position;
+- ``deep``: arrays nested 11 to 1,023 deep at a random position;
 - ``huge``: containers and strings at or past msgpack's limits.
 """
 
@@ -24,7 +24,9 @@ from collections.abc import Callable
 import msgpack
 
 from vinifera.protocol import messages as m
+from vinifera.protocol.content.filters import Filter
 from vinifera.protocol.profile import Profile
+from vinifera.ranges import IntervalSet
 from vinifera.ring import RING_MAX
 from vinifera.schema import Schema
 from vinifera.subscription import Event, Subscription
@@ -48,6 +50,7 @@ def sample_messages(schema: Schema, port: int = 7000) -> list[m.Message]:
     ivs = ((0, 10), (RING_MAX - 5, RING_MAX))
     owner = "127.0.0.9:7003"
     name = attr.name
+    row_filter = Filter(IntervalSet.from_intervals(ivs), ((name, IntervalSet.of(5, 99)),), 2)
     return [
         m.Join(p),
         m.JoinReply(p, entries),
@@ -58,14 +61,15 @@ def sample_messages(schema: Schema, port: int = 7000) -> list[m.Message]:
         m.Ping(p),
         m.Pong(p),
         m.Leave(p),
-        m.Install(p, name, ((owner, sub, ivs, 1.25),)),
-        m.Refresh(p, name, ((owner, 0.0), ("[::1]:9", 4.0))),
-        m.Withdraw(p, name, (owner,)),
+        m.Install(p, name, (row_filter,)),
+        m.Refresh(p, ((name, 2**64 - 1),)),
+        m.RowRequest(p, (name,)),
+        m.Withdraw(p, (name,)),
         m.EventMessage(p, 2**63 - 1, event, name, 99, 4, True),
         m.EventPush(p, 12, event, 3),
         m.LoadReport(p, 0.0, 77, 3.25),
         m.HandoverRequest(p, 5),
-        m.Handover(p, 5, ((name, owner, owner, sub, ivs, 3.0, 0.0),)),
+        m.Handover(p, 5, ((name, owner, 3.0, (row_filter,)),)),
     ]
 
 
@@ -106,7 +110,7 @@ def _hostile(rng: random.Random):
     """A replacement value meant to break a validator: packed bytes."""
     roll = rng.randrange(6)
     if roll == 0:
-        return _nested(rng.randrange(9, MSGPACK_MAX_DEPTH + 1), rng.choice([1, None, "x"]))
+        return _nested(rng.randrange(11, MSGPACK_MAX_DEPTH + 1), rng.choice([1, None, "x"]))
     if roll == 1:
         return _pack([rng.choice([0, "x", None, [1]])] * rng.choice([65, 1_000, 2_000, 2_001]))
     if roll == 2:
@@ -195,7 +199,7 @@ class Fuzzer:
     def _deep(self, rng: random.Random) -> bytes:
         plain = rng.choice(self.plains)
         path = rng.choice(list(_paths(plain)))
-        depth = rng.choice([9, 100, 999, 1_000, 1_001, rng.randrange(9, MSGPACK_MAX_DEPTH + 1)])
+        depth = rng.choice([11, 100, 999, 1_000, 1_001, rng.randrange(11, MSGPACK_MAX_DEPTH + 1)])
         return _pack_replacing(plain, path, _nested(depth, rng.choice([1, None, "x", 1.5])))
 
     def _huge(self, rng: random.Random) -> bytes:

@@ -26,20 +26,25 @@ import msgpack
 
 from vinifera.errors import SchemaError, ViniferaError, brief
 from vinifera.protocol import messages as m
+from vinifera.protocol.content.filters import Filter
 from vinifera.protocol.profile import Profile
+from vinifera.ranges import IntervalSet
 from vinifera.ring import RING_MAX
 from vinifera.schema import Schema
 from vinifera.subscription import Event, Subscription
 
-WIRE_VERSION = 1
+WIRE_VERSION = 2  # 2: aggregated CRT rows (Install, Refresh, RowRequest, Withdraw, Handover)
 # UDP on IPv4 carries at most 65,507 payload bytes; stay clear of it.
 MAX_DATAGRAM = 60_000
 MAC_SIZE = 16
 # Caps on what one datagram may carry. They bound the work one datagram can
 # cause, and sit well above what an honest node sends (view 20, T-Man 24).
 MAX_GOSSIP_ENTRIES = 64
-MAX_CONTENT_ENTRIES = 2_000
+MAX_CONTENT_ENTRIES = 2_000  # msgpack's array limit: bounds any container
+MAX_FILTERS = 64  # per row (a node keeps at most ContentConfig.max_filters_per_row)
+MAX_HANDOVER_ROWS = 512
 MAX_INTERVALS = 64
+DIGEST_MAX = (1 << 64) - 1
 MAX_ADDRESS_LEN = 64
 MAX_STRING = 1_024
 MAX_AGE = 1e7  # seconds; ages beyond this are nonsense, not old news
@@ -47,11 +52,11 @@ MAX_HOPS = 1_024
 MAX_LOAD = 1e9
 EID_LIMIT = 1 << 63
 SEQ_LIMIT = 1 << 63
-# The deepest honest datagram nests arrays 6 deep (a gossip entry's profile's
-# subscription's constraint). msgpack accepts 1,023 levels, deep enough to
+# The deepest honest datagram nests arrays 9 deep (a Handover's row's
+# filter's box constraint's interval). msgpack accepts 1,023 levels, deep enough to
 # exhaust Python's recursion in anything that walks the result (repr, hash,
 # comparison), so deeper input is refused before any field is looked at.
-MAX_DEPTH = 8
+MAX_DEPTH = 10
 
 _UNPACK_LIMITS = {
     "use_list": False,
@@ -167,6 +172,7 @@ _KINDS: dict[type, int] = {
     m.HandoverRequest: 15,
     m.Handover: 16,
     m.EventPush: 17,
+    m.RowRequest: 18,
 }
 
 
@@ -178,78 +184,59 @@ def _profile(p: Profile) -> list:
     return [p.address, p.ident, p.seq, _plain_sub(p.subscription)]
 
 
-def _fields(msg: m.Message) -> list:
-    t = type(msg)
-    if t in (m.JoinReply, m.Shuffle, m.ShuffleReply, m.TmanRequest, m.TmanReply):
-        return [[[_profile(p), float(age)] for p, age in msg.entries]]
-    if t is m.Install:
-        return [
-            msg.attr,
-            [
-                [o, _plain_sub(s), [list(iv) for iv in ivs], float(a)]
-                for o, s, ivs, a in msg.entries
-            ],
-        ]
-    if t is m.Refresh:
-        return [msg.attr, [[o, float(a)] for o, a in msg.owners]]
-    if t is m.Withdraw:
-        return [msg.attr, list(msg.owners)]
-    if t is m.EventMessage:
-        return [msg.eid, msg.event.to_plain(), msg.attr, msg.key, msg.hops, msg.up]
-    if t is m.EventPush:
-        return [msg.eid, msg.event.to_plain(), msg.hops]
-    if t is m.LoadReport:
-        return [float(msg.load), msg.split, float(msg.forwarding)]
-    if t is m.HandoverRequest:
-        return [msg.new_ident]
-    if t is m.Handover:
-        return [
-            msg.new_ident,
-            [
-                [a, nb, o, _plain_sub(s), [list(iv) for iv in ivs], float(ttl), float(age)]
-                for a, nb, o, s, ivs, ttl, age in msg.entries
-            ],
-        ]
-    return []  # Join, Ping, Pong, Leave: the profile says it all
+def _intervals_out(s: IntervalSet) -> list:
+    return [list(iv) for iv in s.intervals]
+
+
+def _filter_out(f: Filter) -> list:
+    return [f.depth, _intervals_out(f.keys), [[a, _intervals_out(s)] for a, s in f.box]]
+
+
+def _gossip_out(msg) -> list:
+    return [[[_profile(p), float(age)] for p, age in msg.entries]]
+
+
+# Each kind's fields after [version, kind, profile], beside _READERS below.
+_WRITERS: dict[type, Callable[[m.Message], list]] = {
+    **{cls: (lambda msg: []) for cls in (m.Join, m.Ping, m.Pong, m.Leave)},
+    **{cls: _gossip_out for cls in (m.JoinReply, m.Shuffle, m.ShuffleReply, m.TmanRequest,
+                                    m.TmanReply)},
+    m.Install: lambda msg: [msg.attr, [_filter_out(f) for f in msg.filters]],
+    m.Refresh: lambda msg: [[[a, d] for a, d in msg.digests]],
+    m.RowRequest: lambda msg: [list(msg.attrs)],
+    m.Withdraw: lambda msg: [list(msg.attrs)],
+    m.EventMessage: lambda msg: [msg.eid, msg.event.to_plain(), msg.attr, msg.key, msg.hops,
+                                 msg.up],
+    m.EventPush: lambda msg: [msg.eid, msg.event.to_plain(), msg.hops],
+    m.LoadReport: lambda msg: [float(msg.load), msg.split, float(msg.forwarding)],
+    m.HandoverRequest: lambda msg: [msg.new_ident],
+    m.Handover: lambda msg: [
+        msg.new_ident,
+        [[a, nb, float(ttl), [_filter_out(f) for f in fs]] for a, nb, ttl, fs in msg.rows],
+    ],
+}  # fmt: skip
 
 
 def encode(msg: m.Message, key: NetworkKey | None = None) -> bytes:
     """One message as one datagram (may exceed MAX_DATAGRAM: see encode_datagrams)."""
     payload = msgpack.packb(
-        [WIRE_VERSION, _KINDS[type(msg)], _profile(msg.profile), *_fields(msg)],
+        [WIRE_VERSION, _KINDS[type(msg)], _profile(msg.profile), *_WRITERS[type(msg)](msg)],
         use_bin_type=True,
     )
     return payload if key is None else key.tag(payload) + payload
 
 
-def _halves(msg: m.Message) -> tuple[m.Message, m.Message] | None:
-    """Split a message too big for one datagram, where its meaning allows:
-    content entries are independent upserts; gossip samples can lose half."""
-    t = type(msg)
-    if t is m.Install and len(msg.entries) > 1:
-        k = len(msg.entries) // 2
-        return (m.Install(msg.profile, msg.attr, msg.entries[:k]),
-                m.Install(msg.profile, msg.attr, msg.entries[k:]))  # fmt: skip
-    if t in (m.Refresh, m.Withdraw) and len(msg.owners) > 1:
-        k = len(msg.owners) // 2
-        return t(msg.profile, msg.attr, msg.owners[:k]), t(msg.profile, msg.attr, msg.owners[k:])
-    return None
-
-
 def encode_datagrams(msg: m.Message, key: NetworkKey | None = None) -> list[bytes]:
-    """The message as datagrams of at most MAX_DATAGRAM bytes: content
-    updates are split, gossip samples truncated; a Handover (all or nothing)
-    or a single oversized entry raises OversizeError."""
+    """The message as datagrams of at most MAX_DATAGRAM bytes: gossip
+    samples are truncated; anything else that does not fit raises
+    OversizeError (content rows are capped far below a datagram:
+    ContentConfig.max_filters_per_row and max_intervals)."""
     t = type(msg)
     if t in _GOSSIP and len(msg.entries) > MAX_GOSSIP_ENTRIES:
         msg = t(msg.profile, msg.entries[:MAX_GOSSIP_ENTRIES])
-    items = msg.entries if t is m.Install else getattr(msg, "owners", ())
-    data = encode(msg, key) if len(items) <= MAX_CONTENT_ENTRIES else None
-    if data is not None and len(data) <= MAX_DATAGRAM:
+    data = encode(msg, key)
+    if len(data) <= MAX_DATAGRAM:
         return [data]
-    parts = _halves(msg)
-    if parts is not None:
-        return encode_datagrams(parts[0], key) + encode_datagrams(parts[1], key)
     entries = getattr(msg, "entries", ())
     if t in _GOSSIP and len(entries) > 1:
         return encode_datagrams(type(msg)(msg.profile, entries[: len(entries) // 2]), key)
@@ -259,30 +246,19 @@ def encode_datagrams(msg: m.Message, key: NetworkKey | None = None) -> list[byte
 def encode_sends(sends, key: NetworkKey | None = None) -> list[tuple]:
     """(destination, datagrams) for a batch of Send actions; datagrams is
     None for a message that cannot be sent (OversizeError). The copies of
-    one event that a node forwards differ only in destination, so each
-    distinct copy is encoded once."""
+    one event that a node forwards are one message object sent to several
+    destinations, so each message is encoded once."""
     out = []
-    memo: dict[tuple, list[bytes]] = {}
+    memo: dict[int, list[bytes] | None] = {}  # id(message) -> datagrams, for this batch
     for send in sends:
         msg = send.message
-        memo_key = None
-        if type(msg) is m.EventMessage:
-            p = msg.profile
-            memo_key = (msg.eid, msg.attr, msg.key, msg.hops, msg.up, p.ident, p.seq)
-        elif type(msg) is m.EventPush:
-            p = msg.profile
-            memo_key = ("push", msg.eid, msg.hops, p.ident, p.seq)
-        if memo_key is not None:
-            datagrams = memo.get(memo_key)
-            if datagrams is not None:
-                out.append((send.dest, datagrams))
-                continue
-        try:
-            datagrams = encode_datagrams(msg, key)
-        except OversizeError:
-            datagrams = None
-        if memo_key is not None:
-            memo[memo_key] = datagrams
+        datagrams = memo.get(id(msg), memo)
+        if datagrams is memo:
+            try:
+                datagrams = encode_datagrams(msg, key)
+            except OversizeError:
+                datagrams = None
+            memo[id(msg)] = datagrams
         out.append((send.dest, datagrams))
     return out
 
@@ -318,7 +294,14 @@ def _array(x, max_len: int, what: str, exact: int | None = None) -> tuple:
     return x
 
 
+# Addresses already found valid: a peer's address arrives in every message.
+_VALID_ADDRESSES: dict[str, None] = {}
+_MAX_REMEMBERED_ADDRESSES = 4096
+
+
 def _address(x) -> str:
+    if x in _VALID_ADDRESSES:  # only ever holds str
+        return x
     if type(x) is not str:
         raise _fail(f"address must be a string, got {brief(x)}")
     try:
@@ -327,6 +310,9 @@ def _address(x) -> str:
         raise _fail(str(err)) from None
     if format_address(host, port) != x:
         raise _fail(f"address {x!r} is not in canonical form")
+    if len(_VALID_ADDRESSES) >= _MAX_REMEMBERED_ADDRESSES:
+        _VALID_ADDRESSES.clear()
+    _VALID_ADDRESSES[x] = None
     return x
 
 
@@ -410,33 +396,59 @@ def _arity(n: int):
     return check
 
 
+def _read_filter(r: _Reader, x) -> Filter:
+    depth, keys, box = _array(x, 3, "filter", exact=3)
+    depth = _int(depth, 0, MAX_HOPS, "filter depth")
+    keys = IntervalSet.from_intervals(_intervals(keys))
+    pairs = []
+    for pair in _array(box, r.n_attrs, "filter box"):
+        attr, ivs = _array(pair, 2, "box constraint", exact=2)
+        pairs.append((_attr(attr, r.schema), IntervalSet.from_intervals(_intervals(ivs))))
+    names = [a for a, _ in pairs]
+    if names != sorted(set(names)):
+        raise _fail("box attributes must be sorted and distinct")
+    return Filter(keys, tuple(pairs), depth)
+
+
+def _read_filters(r: _Reader, x) -> tuple:
+    return tuple(_read_filter(r, f) for f in _array(x, MAX_FILTERS, "filters"))
+
+
+def _read_attrs(r: _Reader, x) -> tuple:
+    attrs = tuple(_attr(a, r.schema) for a in _array(x, r.n_attrs, "attributes"))
+    if len(set(attrs)) != len(attrs):
+        raise _fail("duplicate attribute")
+    return attrs
+
+
 def _read_install(r: _Reader, f: tuple):
     attr, raw = _arity(2)(f)
     attr = _attr(attr, r.schema)
-    entries = []
-    for e in _array(raw, MAX_CONTENT_ENTRIES, "entries"):
-        owner, sub, ivs, age = _array(e, 4, "install entry", exact=4)
-        entries.append(
-            (_address(owner), r.required_sub(sub), _intervals(ivs), _float(age, 0, MAX_AGE, "age"))
-        )
-    return lambda p: m.Install(p, attr, tuple(entries))
+    filters = _read_filters(r, raw)
+    return lambda p: m.Install(p, attr, filters)
 
 
 def _read_refresh(r: _Reader, f: tuple):
-    attr, raw = _arity(2)(f)
-    attr = _attr(attr, r.schema)
-    owners = []
-    for e in _array(raw, MAX_CONTENT_ENTRIES, "owners"):
-        owner, age = _array(e, 2, "refresh entry", exact=2)
-        owners.append((_address(owner), _float(age, 0, MAX_AGE, "age")))
-    return lambda p: m.Refresh(p, attr, tuple(owners))
+    (raw,) = _arity(1)(f)
+    digests = []
+    for pair in _array(raw, r.n_attrs, "digests"):
+        attr, fp = _array(pair, 2, "digest", exact=2)
+        digests.append((_attr(attr, r.schema), _int(fp, 0, DIGEST_MAX, "digest")))
+    if len({a for a, _ in digests}) != len(digests):
+        raise _fail("duplicate attribute")
+    return lambda p: m.Refresh(p, tuple(digests))
+
+
+def _read_row_request(r: _Reader, f: tuple):
+    (raw,) = _arity(1)(f)
+    attrs = _read_attrs(r, raw)
+    return lambda p: m.RowRequest(p, attrs)
 
 
 def _read_withdraw(r: _Reader, f: tuple):
-    attr, raw = _arity(2)(f)
-    attr = _attr(attr, r.schema)
-    owners = tuple(_address(o) for o in _array(raw, MAX_CONTENT_ENTRIES, "owners"))
-    return lambda p: m.Withdraw(p, attr, owners)
+    (raw,) = _arity(1)(f)
+    attrs = _read_attrs(r, raw)
+    return lambda p: m.Withdraw(p, attrs)
 
 
 def _read_event(r: _Reader, f: tuple):
@@ -478,21 +490,12 @@ def _read_handover_request(r: _Reader, f: tuple):
 def _read_handover(r: _Reader, f: tuple):
     new, raw = _arity(2)(f)
     new = _ring(new, "new identifier")
-    entries = []
-    for e in _array(raw, MAX_CONTENT_ENTRIES, "entries"):
-        attr, nb, owner, sub, ivs, ttl, age = _array(e, 7, "handover entry", exact=7)
-        entries.append(
-            (
-                _attr(attr, r.schema),
-                _address(nb),
-                _address(owner),
-                r.required_sub(sub),
-                _intervals(ivs),
-                _float(ttl, 0.0, MAX_AGE, "ttl"),
-                _float(age, 0.0, MAX_AGE, "age"),
-            )
-        )
-    return lambda p: m.Handover(p, new, tuple(entries))
+    rows = []
+    for e in _array(raw, MAX_HANDOVER_ROWS, "rows"):
+        attr, nb, ttl, filters = _array(e, 4, "handover row", exact=4)
+        rows.append((_attr(attr, r.schema), _address(nb), _float(ttl, 0.0, MAX_AGE, "ttl"),
+                     _read_filters(r, filters)))  # fmt: skip
+    return lambda p: m.Handover(p, new, tuple(rows))
 
 
 def _read_bare(cls):
@@ -521,6 +524,7 @@ _READERS: dict[int, Callable] = {
     _KINDS[m.Install]: _read_install,
     _KINDS[m.Refresh]: _read_refresh,
     _KINDS[m.Withdraw]: _read_withdraw,
+    _KINDS[m.RowRequest]: _read_row_request,
     _KINDS[m.EventMessage]: _read_event,
     _KINDS[m.EventPush]: _read_push,
     _KINDS[m.LoadReport]: _read_load,

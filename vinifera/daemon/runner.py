@@ -313,15 +313,12 @@ class NodeRunner:
         rows = []
         for attr, by_nb in crt.rows.items():
             for nb, row in by_nb.items():
-                keys = set()
-                for entry in row.values():
-                    keys.update(entry.ranges.intervals)
                 rows.append(
                     {
                         "attribute": attr,
                         "neighbour": nb,
-                        "owners": sorted(row),
-                        "ranges": [[hex_id(lo), hex_id(hi)] for lo, hi in sorted(keys)],
+                        "filters": len(row.filters),
+                        "ranges": [[hex_id(lo), hex_id(hi)] for lo, hi in row.keys.intervals],
                     }
                 )
         sub = node.subscription

@@ -107,17 +107,17 @@ class ContentConfig:
     # Install in the primary attribute's tree (Algorithm 1); otherwise in
     # the first attribute the subscription constrains (the baseline).
     use_primary: bool = True
-    # A CRT entry not refreshed for this long expires (periods). Entries are
-    # re-sent every period, so this tolerates two lost refreshes.
+    # A node keeps its rows at each next hop alive with one digest per row
+    # this often (periods), desynchronized between nodes. The keep-alive
+    # also repairs a lost or stale row (the receiver asks for it again), so
+    # this is also how long such a repair can take.
+    keep_alive_every: float = 1.0
+    # A CRT row not kept alive for this long expires (periods): a crashed
+    # neighbour's rows go after it. Tolerates one lost keep-alive.
     crt_expiry: float = 3.0
-    # ... and whatever the path, an entry dies when its owner has not been
-    # heard of (end to end: every install and refresh carries the age of the
-    # owner's last word) for this long: per-hop refreshes alone could keep a
-    # dead owner alive around a loop of relays. Owner freshness advances one
-    # hop per period, so this must exceed the longest installation path (a
-    # loop breaker, not the normal way out: that is the withdrawal, within
-    # crt_expiry).
-    owner_expiry: float = 60.0
+    # Content a row's replacement drops stays matchable this long (periods):
+    # make-before-break while a route that moved is being built.
+    dropped_expiry: float = 3.0
     # A new node installs its own subscription once its routing view has held
     # still for one period, but no sooner than `install_min_delay` and no
     # later than `install_max_delay` periods after it started: installing
@@ -125,30 +125,36 @@ class ContentConfig:
     # period (and cascades down every path) for no gain.
     install_min_delay: float = 2.0
     install_max_delay: float = 8.0
-    # Entries are kept alive every period by a list of owners; the entries
-    # themselves are re-sent in full this often (periods), which repairs
-    # lost updates without paying for full state every period.
-    full_refresh_every: float = 5.0
-    # Caps per attribute: entries per neighbour row, neighbours (rows).
-    max_entries_per_row: int = 20000
+    # Filters per CRT row: the cap that keeps a node's state and traffic
+    # independent of the number of subscribers behind a link. With one
+    # attribute every row folds into one filter exactly; past the cap,
+    # filters merge approximately (more traffic, never a missed event).
+    max_filters_per_row: int = 32
+    # Intervals per key set in a filter (the smallest gaps are filled past it).
+    max_intervals: int = 16
+    # A filter that has come this many hops from any subscriber is not
+    # passed on: the loop breaker of aggregated soft state (a route loop
+    # between stale views cannot feed itself forever). Far above real
+    # installation paths, which follow the ring's routing (O(log N) hops).
+    max_install_hops: int = 64
+    # Rows per attribute (neighbours that may ask something of us).
     max_rows_per_attribute: int = 4096
     # An event copy that has travelled this far is dropped: a loop guard, set
     # far above real paths (a mix without long links can need dozens of hops).
     max_event_hops: int = 255
     # How long event ids are remembered for duplicate suppression (periods).
     dedupe_memory: float = 30.0
-    # Event copies are acknowledged (the receiver answers with a pong); a
-    # copy not acknowledged by the sender's next tick went to a node that is
-    # probably dead, and is sent once more around it: an `up` copy to the
-    # next hop of a routing view without that node, and the down work
-    # straight to the subscribers (CRT owners) it was carrying the event for.
-    # Without this a crashed relay swallows events until failure_timeout
-    # (a trace replay lost ~5% of deliveries that way, most on the way up).
+    # `Up` copies are acknowledged (the receiver answers with a pong); one
+    # not acknowledged by the sender's next tick went to a node that is
+    # probably dead, and is sent once more to the next hop of a routing view
+    # without that node (a silent ring neighbour's heir). Without this a
+    # crashed relay swallows events until failure_timeout (a trace replay
+    # lost ~5% of deliveries that way, most on the way up).
     event_retry: bool = True
     # Catch-up: a node keeps the events it handled for this many periods
-    # (0: off), and when a CRT entry for a subscriber it had no entry for
-    # arrives, sends it those recent events that match, unless that
-    # neighbour already had them. A newcomer's subscription (or one re-routed
+    # (0: off), and when a neighbour's CRT row changes, sends it those
+    # recent events the row now matches, unless that neighbour already had
+    # them. A newcomer's subscription (or one re-routed
     # after a crash) reaches the tree a few periods after it joined; without
     # this it misses what was published meanwhile (a trace replay at 240 s
     # per round lost 73% of the pairs of subscribers younger than 5 rounds).
@@ -202,10 +208,14 @@ class ContentConfig:
             raise ValueError("rendezvous must be 'value' or 'attribute'")
         if self.identifier not in ("subscription", "random"):
             raise ValueError("identifier must be 'subscription' or 'random'")
-        if self.crt_expiry <= 1.0:
-            raise ValueError("crt_expiry must exceed one period")
-        if self.owner_expiry < self.crt_expiry:
-            raise ValueError("owner_expiry must be at least crt_expiry")
+        if self.keep_alive_every < 1.0 or self.crt_expiry <= self.keep_alive_every:
+            raise ValueError("keep_alive_every must be >= 1 and crt_expiry must exceed it")
+        if self.dropped_expiry < 0:
+            raise ValueError("dropped_expiry must be >= 0")
+        if self.max_filters_per_row < 1 or self.max_intervals < 1:
+            raise ValueError("max_filters_per_row and max_intervals must be >= 1")
+        if self.max_install_hops < 1:
+            raise ValueError("max_install_hops must be >= 1")
         if self.catch_up < 0:
             raise ValueError("catch_up must be >= 0")
         if self.push_fanout is not None and self.push_fanout < 1:

@@ -87,43 +87,54 @@ class Leave(Message):
 
 
 class Install(Message):
-    """Subscription entries for one attribute's tree: (owner, subscription,
-    ranges, age) tuples, ranges as ((lo, hi), ...) key intervals, age the
-    time since the owner itself last vouched for the entry. Soft state."""
+    """The sender's whole CRT row at the receiver for one attribute's tree:
+    aggregated filters (content/filters.py), replacing what was there.
+    Sent when the row changes or the receiver asks for it. Soft state."""
 
-    __slots__ = ("attr", "entries")
+    __slots__ = ("attr", "filters")
     kind = "install"
 
-    def __init__(self, profile: Profile, attr: str, entries: tuple) -> None:
+    def __init__(self, profile: Profile, attr: str, filters: tuple) -> None:
         self.profile = profile
         self.attr = attr
-        self.entries = entries
+        self.filters = filters
 
 
 class Refresh(Message):
-    """These owners' entries, installed earlier, are still wanted: (owner,
-    age) pairs, a cheap keep-alive between full re-sends. Entries not listed
-    are left to expire (a route that moved on)."""
+    """Keep-alive of the sender's rows at the receiver, every period:
+    (attribute, digest) pairs. A receiver whose row has another digest (or
+    none) asks for it again with a RowRequest; rows not kept alive expire."""
 
-    __slots__ = ("attr", "owners")
+    __slots__ = ("digests",)
     kind = "refresh"
 
-    def __init__(self, profile: Profile, attr: str, owners: tuple) -> None:
+    def __init__(self, profile: Profile, digests: tuple) -> None:
         self.profile = profile
-        self.attr = attr
-        self.owners = owners
+        self.digests = digests
+
+
+class RowRequest(Message):
+    """The receiver's rows at the sender for these attributes are missing or
+    differ from the digests it was sent: send them again (Install)."""
+
+    __slots__ = ("attrs",)
+    kind = "row_request"
+
+    def __init__(self, profile: Profile, attrs: tuple) -> None:
+        self.profile = profile
+        self.attrs = attrs
 
 
 class Withdraw(Message):
-    """These owners no longer ask for anything through the sender."""
+    """Nothing is asked of the sender in these attributes' trees any more:
+    drop its rows at once."""
 
-    __slots__ = ("attr", "owners")
+    __slots__ = ("attrs",)
     kind = "withdraw"
 
-    def __init__(self, profile: Profile, attr: str, owners: tuple) -> None:
+    def __init__(self, profile: Profile, attrs: tuple) -> None:
         self.profile = profile
-        self.attr = attr
-        self.owners = owners
+        self.attrs = attrs
 
 
 class EventMessage(Message):
@@ -191,13 +202,12 @@ class HandoverRequest(Message):
 
 
 class Handover(Message):
-    """CRT entries for the moving keys: (attr, neighbour, owner, subscription,
-    ranges, ttl, owner age) tuples."""
+    """CRT rows for the moving keys: (attribute, neighbour, ttl, filters)."""
 
-    __slots__ = ("new_ident", "entries")
+    __slots__ = ("new_ident", "rows")
     kind = "handover"
 
-    def __init__(self, profile: Profile, new_ident: int, entries: tuple) -> None:
+    def __init__(self, profile: Profile, new_ident: int, rows: tuple) -> None:
         self.profile = profile
         self.new_ident = new_ident
-        self.entries = entries
+        self.rows = rows

@@ -68,12 +68,13 @@ class Node:
             m.Leave: self.overlay.on_leave,
             m.Install: self.content.on_install,
             m.Refresh: self.content.on_refresh,
+            m.RowRequest: self.content.on_row_request,
             m.Withdraw: self.content.on_withdraw,
-            m.EventMessage: self.content.on_event,
-            m.EventPush: self.content.on_push,
-            m.LoadReport: self.content.on_load,
-            m.HandoverRequest: self.content.on_handover_request,
-            m.Handover: self.content.on_handover,
+            m.EventMessage: self.content.forest.on_event,
+            m.EventPush: self.content.forest.on_push,
+            m.LoadReport: self.content.balancer.on_load,
+            m.HandoverRequest: self.content.balancer.on_handover_request,
+            m.Handover: self.content.balancer.on_handover,
         }
 
     # ----------------------------------------------------------------- queries
@@ -175,7 +176,7 @@ class Node:
         """(time, event id) of the recent deliveries (within dedupe_memory):
         what a daemon keeps on disk so that a restart does not deliver an
         event twice to its application."""
-        return tuple(self.content.delivered_at)
+        return self.content.forest.delivered.times()
 
     def restore_delivered(self, journal) -> None:
         """Before start: take a previous incarnation's delivery journal; its

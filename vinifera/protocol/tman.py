@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 
 from vinifera.protocol.profile import Entry
@@ -177,24 +178,19 @@ def select_small_world(
     current: Sequence | None = None,
     origin: int = 0,
 ) -> list[Entry]:
-    """For each target, the untaken candidate closest to it. With `current`
-    (the address held per slot, `origin` our identifier), a slot keeps its
-    link while its offset is within a factor 2 of the target's (a link in the
-    right octave is all Kleinberg's argument needs) or it is within twice the
-    best distance: routing tables, and the routes computed
-    from them, then stay put instead of following every sample's noise."""
+    """For each target, the untaken candidate closest to it (ties: the
+    earlier candidate). With `current` (the address held per slot, `origin`
+    our identifier), a slot keeps its link while its offset is within a
+    factor 2 of the target's (a link in the right octave is all Kleinberg's
+    argument needs) or it is within twice the best distance: routing
+    tables, and the routes computed from them, then stay put instead of
+    following every sample's noise."""
     chosen: list[Entry] = []
     used = set(taken)
     by_address = {e.profile.address: e for e in candidates} if current else {}
+    ring = _RingOrder(candidates)
     for i, target in enumerate(targets):
-        best = None
-        best_d = RING_SIZE
-        for e in candidates:
-            if e.profile.address in used:
-                continue
-            d = ring_distance(target, e.profile.ident)
-            if d < best_d:
-                best_d, best = d, e
+        best, best_d = ring.closest(target, used)
         if best is None:
             break
         if current is not None and i < len(current):
@@ -213,6 +209,43 @@ def select_small_world(
         used.add(best.profile.address)
         chosen.append(best)
     return chosen
+
+
+class _RingOrder:
+    """Candidates sorted by identifier, for nearest-to-a-target lookups in
+    O(log n) instead of a scan of every candidate per target."""
+
+    __slots__ = ("idents", "order", "candidates")
+
+    def __init__(self, candidates: Sequence[Entry]) -> None:
+        self.candidates = candidates
+        self.order = sorted(range(len(candidates)), key=lambda i: candidates[i].profile.ident)
+        self.idents = [candidates[i].profile.ident for i in self.order]
+
+    def closest(self, target: int, used: set) -> tuple[Entry | None, int]:
+        """The unused candidate nearest `target` either way round (ties: the
+        lowest candidate index) and its distance."""
+        n = len(self.order)
+        if not n:
+            return None, RING_SIZE
+        cands, order, idents = self.candidates, self.order, self.idents
+        start = bisect_left(idents, target)
+        best_i, best_d = -1, RING_SIZE
+        # walk clockwise and counter-clockwise until an unused one on each
+        # side is found and nothing nearer can follow
+        for step in (1, -1):
+            j = start if step == 1 else start - 1
+            for _ in range(n):
+                i = order[j % n]
+                d = ring_distance(target, idents[j % n])
+                if d > best_d:
+                    break
+                if cands[i].profile.address not in used and (
+                    d < best_d or (d == best_d and i < best_i)
+                ):
+                    best_i, best_d = i, d  # go on: an equal distance may follow
+                j += step
+        return (cands[best_i], best_d) if best_i >= 0 else (None, RING_SIZE)
 
 
 class PrimaryAttribute:

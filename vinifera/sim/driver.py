@@ -26,8 +26,16 @@ JOIN, TICK, MESSAGE, PUBLISH, DEPART = 0, 1, 2, 3, 4
 
 
 class Simulation:
-    def __init__(self, config: SimConfig, log_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        config: SimConfig,
+        log_dir: Path | None = None,
+        tap: Callable[[float, Send], None] | None = None,
+    ) -> None:
+        """`tap`, if given, sees every message sent (time, Send) before the
+        network model: for measurements such as bytes on the wire."""
         self.config = config
+        self.tap = tap
         master = random.Random(config.seed)
         # Independent streams, so that e.g. changing the loss rate does not
         # change which subscriptions the nodes get.
@@ -143,9 +151,12 @@ class Simulation:
                 queue.push(t + period, TICK, a, node)
 
     def _act(self, now: float, actions: list) -> None:
+        tap = self.tap
         for action in actions:
             if type(action) is Send:
                 self.stats["messages_sent"] += 1
+                if tap is not None:
+                    tap(now, action)
                 delay = self.config.network.delay(self.net_rng)
                 if delay is None:
                     self.stats["messages_lost"] += 1

@@ -1,0 +1,384 @@
+"""Event delivery down the per-attribute forest.
+
+A published event goes, for each of its attributes, toward the rendezvous
+of that attribute's key. Every node a copy reaches forwards it down the CRT
+rows whose filters hold the key and the event, and an `up` copy continues
+toward the rendezvous. A node handles each (event, attribute) once,
+delivers an event once, and delivers only what matches its own current
+subscription. Under churn: copies are acknowledged and an unacknowledged up
+copy is retried around its silent hop (a silent ring neighbour's keys go
+to its heir), an up copy is not lost between two nodes with stale rings,
+and recent events are sent down rows that reach a node late (catch-up).
+Subscription awareness: the first time a node handles an event it also
+pushes it to links whose subscription matches. docs/protocol.md says why
+each exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import NamedTuple
+
+from vinifera.protocol import messages as m
+from vinifera.protocol.actions import Deliver, Log, Send
+from vinifera.protocol.content.crt import Row
+from vinifera.protocol.content.memory import ExpiringMap
+from vinifera.protocol.records import record
+from vinifera.protocol.routing import MINE, RouteView
+from vinifera.ring import cw_distance, in_arc
+from vinifera.subscription import Event
+
+# (eid, attr) handling state: what this node has already done for a copy.
+DOWN_DONE, UP_DONE = 1, 2
+# seen's key for "this node has pushed the event": (eid, PUSHED)
+PUSHED = None
+
+
+class RecentEvent:
+    """An event handled lately (ContentConfig.catch_up) and the neighbours
+    that have it, from us or because they sent it to us."""
+
+    __slots__ = ("event", "key", "hops", "had")
+
+    def __init__(self, event: Event, key: int, hops: int) -> None:
+        self.event = event
+        self.key = key
+        self.hops = hops
+        self.had: set[Hashable] = set()
+
+
+class Copy(NamedTuple):
+    """One event copy in one attribute's tree."""
+
+    eid: int
+    event: Event
+    attr: str
+    key: int
+    hops: int  # hops it has come (it arrives with one more)
+    up: bool  # still on its way to the rendezvous
+
+
+class Unacked(NamedTuple):
+    """An up copy sent and not yet acknowledged (ContentConfig.event_retry)."""
+
+    sent: float
+    hop: Hashable
+    copy: Copy
+
+
+class Forest:
+    def __init__(self, content) -> None:
+        self.content = content
+        self.crt = content.installation.crt
+        self.seen = ExpiringMap()  # (eid, attr) -> DOWN_DONE | UP_DONE
+        self.delivered = ExpiringMap()  # eid
+        self.recent = ExpiringMap()  # (eid, attr) -> RecentEvent (catch_up)
+        self.unacked: list[Unacked] = []
+        self.acks: dict[Hashable, float] = {}  # hop -> last pong
+        self.period_events = 0
+
+    def forget_before(self, dedupe_horizon: float, catch_up_horizon: float) -> None:
+        self.seen.forget_before(dedupe_horizon)
+        self.delivered.forget_before(dedupe_horizon)
+        self.recent.forget_before(catch_up_horizon)
+
+    # ----------------------------------------------------------------- publish
+
+    def publish(self, now: float, eid: int, event: Event) -> None:
+        c = self.content
+        c.counters["events_published"] += 1
+        c.out.append(Log(record(now, c.name, "publish", eid=eid, values=event.to_plain())))
+        sub = c.profile.subscription
+        interested = sub is not None and sub.matches(event.values)
+        if interested:
+            self._deliver(now, eid, event, None, 0)
+        sent: set[Hashable] = set()
+        for attr, key in c.event_keys(event):
+            copy = Copy(eid, event, attr, key, 0, True)
+            targets, rv = self._handle(now, copy, None)
+            sent.update(targets)
+            if rv:
+                c.note_rendezvous(now, key, interested)
+        self._push(now, eid, event, 0, sent, bool(sent))
+
+    # ----------------------------------------------------------------- tree copies
+
+    def on_event(self, now: float, msg: m.EventMessage) -> None:
+        interested = self._arrive(now, msg, msg.attr)
+        if interested is None:
+            return
+        c = self.content
+        if msg.up and c.config.event_retry:  # only up copies are retried
+            c.out.append(Send(msg.profile.address, m.Pong(c.profile)))
+        if interested and msg.eid not in self.delivered:
+            self._deliver(now, msg.eid, msg.event, msg.attr, msg.hops)
+        copy = Copy(msg.eid, msg.event, msg.attr, msg.key, msg.hops, msg.up)
+        sender = msg.profile.address
+        state = self.seen.get((msg.eid, msg.attr), 0)
+        need = (DOWN_DONE | UP_DONE) if msg.up else DOWN_DONE
+        fwd = 0
+        rv = dup = False
+        if state & need == need:
+            c.counters["events_duplicate"] += 1
+            dup = True
+            if msg.up:
+                fwd = self._up_returned(now, copy)
+        elif msg.hops < c.config.max_event_hops:
+            copy = copy._replace(up=msg.up and not state & UP_DONE)
+            targets, rv = self._handle(now, copy, sender, state)
+            if rv:
+                c.note_rendezvous(now, msg.key, interested)
+            fwd = len(targets)
+            fwd += self._push(now, msg.eid, msg.event, msg.hops, {sender, *targets}, fwd > 0)
+        self._received(now, msg, msg.attr, interested, fwd, dup, rv)
+
+    def _received(self, now: float, msg, attr, interested: bool, fwd: int, dup: bool, rv: bool):
+        """The end of handling a copy: its `recv` record, and the event
+        counted toward our forwarding load when we sent it on (the same
+        records the simulator's load metric counts)."""
+        c = self.content
+        if fwd:
+            c.note_forwarded(now, msg.eid)
+        c.out.append(Log(record(now, c.name, "recv", eid=msg.eid, attr=attr, hops=msg.hops,
+                                match=interested, fwd=fwd, dup=dup, rv=rv)))  # fmt: skip
+
+    def _arrive(self, now: float, msg, attr: str | None) -> bool | None:
+        """What every event copy (tree or push) goes through first: liveness
+        evidence, then the congestion model (past `capacity` event messages
+        this period the copy is dropped and logged: None). Returns whether
+        our own subscription matches the event."""
+        c = self.content
+        c.overlay.refresh_link(now, msg.profile)
+        sub = c.profile.subscription
+        interested = sub is not None and sub.matches(msg.event.values)
+        cap = c.config.capacity
+        self.period_events += 1
+        if cap is not None and self.period_events > cap:
+            c.counters["events_dropped"] += 1
+            c.out.append(Log(record(now, c.name, "drop", eid=msg.eid, attr=attr, hops=msg.hops,
+                                    match=interested)))  # fmt: skip
+            return None
+        c.counters["events_received"] += 1
+        return interested
+
+    def _handle(
+        self, now: float, copy: Copy, sender: Hashable | None, state: int = 0
+    ) -> tuple[dict[Hashable, bool], bool]:
+        """Forward one copy: down matching CRT rows (once per event and
+        attribute) and, for an `up` copy, on toward the rendezvous. Returns
+        (where copies went: neighbour -> up, whether we are the rendezvous)."""
+        c = self.content
+        sid = (copy.eid, copy.attr)
+        memo = self.recent.get(sid)
+        if memo is None and c.config.catch_up > 0:
+            memo = RecentEvent(copy.event, copy.key, copy.hops)
+            self.recent.set(now, sid, memo)
+        if state & DOWN_DONE:
+            targets: dict[Hashable, bool] = {}
+        else:
+            down = self.crt.matching_neighbours(copy.attr, copy.key, copy.event.keys(), now, sender)
+            targets = dict.fromkeys(down, False)
+        rv = False
+        if copy.up:
+            view = c.view()
+            hop = view.next_hop(copy.key)
+            bounce = False
+            if hop is not MINE and hop == sender and view.idents:
+                # The sender thinks we are nearer the rendezvous, we think it
+                # is: one of us has a stale ring (a node joined or died
+                # between us). The known node after the key is the likeliest
+                # rendezvous; if that is the sender too, it must know a node
+                # we do not: hand the copy back (see _up_returned).
+                hop = view.successor_of(copy.key)
+                c.counters["events_rerouted"] += 1
+                bounce = hop == sender
+            if hop is MINE:
+                rv = True
+            elif hop != sender or bounce:
+                targets[hop] = True  # the up copy also does the down work there
+            state |= UP_DONE
+        self.seen.set(now, sid, state | DOWN_DONE)
+        if memo is not None:
+            memo.had.update(targets)
+            if sender is not None:
+                memo.had.add(sender)
+        message = None
+        out = c.out
+        for nb, is_up in targets.items():
+            if is_up:
+                self._send_copy(now, nb, copy._replace(up=True))
+            else:
+                if message is None:  # one message object for every down copy
+                    message = m.EventMessage(c.profile, copy.eid, copy.event, copy.attr,
+                                             copy.key, copy.hops + 1, False)  # fmt: skip
+                out.append(Send(nb, message))
+        return targets, rv
+
+    def _up_returned(self, now: float, copy: Copy) -> int:
+        """An up copy came back to a node that has done its up work: a loop
+        of stale rings. Try the known node after the key, once per node and
+        event (the catch-up memory says who had it), so loops end."""
+        memo = self.recent.get((copy.eid, copy.attr))
+        view = self.content.view()
+        if memo is None or not view.idents:
+            return 0
+        hop = view.successor_of(copy.key)
+        if hop in memo.had:
+            return 0
+        memo.had.add(hop)
+        self.content.counters["events_rerouted"] += 1
+        self._send_copy(now, hop, copy._replace(up=True))
+        return 1
+
+    def _send_copy(self, now: float, nb: Hashable, copy: Copy) -> None:
+        c = self.content
+        msg = m.EventMessage(c.profile, copy.eid, copy.event, copy.attr, copy.key,
+                             copy.hops + 1, copy.up)  # fmt: skip
+        c.out.append(Send(nb, msg))
+        if copy.up and c.config.event_retry:
+            self.unacked.append(Unacked(now, nb, copy))
+
+    # ----------------------------------------------------------------- pushes
+
+    def on_push(self, now: float, msg: m.EventPush) -> None:
+        """A link that knows our subscription sent us an event it matches."""
+        interested = self._arrive(now, msg, None)
+        if interested is None:
+            return
+        if interested and msg.eid not in self.delivered:
+            self._deliver(now, msg.eid, msg.event, None, msg.hops)
+        fwd = 0
+        if msg.hops < self.content.config.max_event_hops:
+            fwd = self._push(now, msg.eid, msg.event, msg.hops, {msg.profile.address}, False)
+        self._received(now, msg, None, interested, fwd, fwd == 0, False)
+
+    def _push(
+        self, now: float, eid: int, event: Event, hops: int, skip: set, forwarding: bool
+    ) -> int:
+        """Subscription awareness (ContentConfig.push): the first time this
+        node handles an event, it sends it straight to the links whose
+        subscription (from their profile) matches, except those that already
+        had a copy from or to us; at most `push_fanout` of them, drawn at
+        random. `forwarding`: this handling already sent tree copies, so
+        pushing adds no load; otherwise a shedding node does not push (yet:
+        a later tree copy that it forwards may push), unless the event has
+        come far (shed_max_hops). Returns the number of pushes."""
+        c = self.content
+        cfg = c.config
+        if not cfg.push:
+            return 0
+        sid = (eid, PUSHED)
+        if sid in self.seen:
+            return 0
+        if (
+            not forwarding
+            and not c.forwarded_lately(eid)
+            and hops < cfg.shed_max_hops
+            and c.shedding(now)
+        ):
+            c.counters["pushes_shed"] += 1
+            return 0
+        self.seen.set(now, sid, DOWN_DONE)
+        values = event.values
+        targets = [
+            addr
+            for addr, entry in c.overlay.links.by_address.items()
+            if addr not in skip
+            and entry.profile.subscription is not None
+            and entry.profile.subscription.matches(values)
+        ]
+        fanout = cfg.push_fanout
+        if fanout is not None and len(targets) > fanout:
+            targets = c.rng.sample(targets, fanout)
+        if targets:
+            push = m.EventPush(c.profile, eid, event, hops + 1)  # one object: encoded once
+            for addr in targets:
+                c.out.append(Send(addr, push))
+        c.counters["events_pushed"] += len(targets)
+        return len(targets)
+
+    # ----------------------------------------------------------------- churn
+
+    def catch_up(self, now: float, nb: Hashable, attr: str, row: Row) -> None:
+        """`nb`'s row changed: send it the recent events it now asks for and
+        has not had from us (see ContentConfig.catch_up). Down copies: `nb`
+        passes them on along its own rows the same way."""
+        if not self.recent:
+            return
+        c = self.content
+        for (eid, a), memo in list(self.recent.items.items()):
+            if a != attr or nb in memo.had:
+                continue
+            if row.matches(memo.key, memo.event.keys(), now):
+                memo.had.add(nb)
+                c.counters["events_caught_up"] += 1
+                self._send_copy(now, nb, Copy(eid, memo.event, attr, memo.key, memo.hops, False))
+
+    def on_ack(self, now: float, address: Hashable) -> None:
+        """A pong: whatever we sent that node before now has arrived."""
+        if self.unacked:
+            self.acks[address] = now
+
+    def retry_unacked(self, now: float) -> None:
+        """Up copies sent at least an ack round trip ago and still
+        unacknowledged go once more, around their hop (ContentConfig.event_retry)."""
+        c = self.content
+        wait = 2 * c.overlay.transit  # the assumed round-trip bound
+        keep = []
+        acks = self.acks
+        me = c.profile
+        for item in self.unacked:
+            if item.sent > now - wait:
+                keep.append(item)  # its ack may still be on the way
+                continue
+            if acks.get(item.hop, -1.0) >= item.sent:
+                continue
+            c.counters["events_retried"] += 1
+            copy = item.copy
+            alt = self._next_hop_without(copy.key, item.hop)
+            if alt is not MINE and alt != item.hop:
+                msg = m.EventMessage(me, copy.eid, copy.event, copy.attr, copy.key,
+                                     copy.hops + 1, True)  # fmt: skip
+                c.out.append(Send(alt, msg))
+        self.unacked = keep
+        # Only acks newer than the oldest copy still waiting can matter.
+        oldest = min((item.sent for item in keep), default=now)
+        self.acks = {a: t for a, t in acks.items() if t >= oldest}
+
+    def _next_hop_without(self, key: int, avoid: Hashable) -> Hashable:
+        """Where a key would go if `avoid` were not a link. A silent ring
+        neighbour's keys pass to its heir, the next node on that side: for
+        a silent successor the next successor we know of, and for a silent
+        predecessor ourselves (MINE). The heir keeps the event (catch_up)
+        and, once ring repair makes it the rendezvous and the subscribers'
+        rows arrive, sends it down to them."""
+        c = self.content
+        view = c.view()
+        me = view.me
+        backups = [e.profile for e in c.overlay.ring_backups if e.profile.address != avoid]
+        if avoid == view.succ_address:
+            heir = min(backups, key=lambda p: cw_distance(me, p.ident), default=None)
+            return MINE if heir is None else heir.address
+        if avoid == c.overlay.links.pred and view.pred is not None:
+            # its keys, (its own predecessor, it], are ours once it is gone
+            before = [p.ident for p in backups if p.ident != view.pred]
+            start = min(before, key=lambda i: cw_distance(i, me), default=None)
+            if start is not None and in_arc(key, start, view.pred):
+                return MINE
+        known = [(i, a) for i, a in zip(view.idents, view.addresses, strict=True) if a != avoid]
+        succ = (view.succ, view.succ_address) if view.succ is not None else None
+        return RouteView(view.me, view.pred, succ, known).next_hop(key)
+
+    # ----------------------------------------------------------------- delivery
+
+    def restore_delivered(self, journal) -> None:
+        """Deliveries of a previous incarnation (time, eid), oldest first."""
+        for t, eid in journal:
+            self.delivered.set(t, eid)
+
+    def _deliver(self, now: float, eid: int, event: Event, attr: str | None, hops: int) -> None:
+        c = self.content
+        self.delivered.set(now, eid)
+        c.counters["events_delivered"] += 1
+        c.out.append(Deliver(event, {"eid": eid, "hops": hops, "attr": attr}))
+        c.out.append(Log(record(now, c.name, "deliver", eid=eid, hops=hops)))

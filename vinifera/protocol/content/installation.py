@@ -1,0 +1,224 @@
+"""Subscription installation: routing what this node and its neighbours ask
+for toward the rendezvous nodes of the keys, as aggregated soft state.
+
+A node's demand in one attribute's tree is its own filter (once its
+subscription is installed there) plus every row its neighbours sent it.
+Each filter's routing keys are split by Algorithm 2 (routing.py) into parts
+per next hop; the parts for one hop are aggregated into one row
+(filters.py) and sent whole when they change (`Install`). Every period each
+next hop gets one `Refresh` carrying a digest per row; a receiver holding
+another row asks for it again (`RowRequest`), so a lost update is repaired
+within a period, and a row no longer kept alive expires. Work and traffic
+per node therefore depend on its degree and the rows' capped size, never on
+how many subscribers sit behind a link (docs/protocol.md, "Soft state").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+
+from vinifera.protocol import messages as m
+from vinifera.protocol.actions import Send
+from vinifera.protocol.content.crt import Crt, Row
+from vinifera.protocol.content.filters import Filter, aggregate, digest, own_filter
+from vinifera.protocol.routing import MINE
+from vinifera.ranges import IntervalSet
+
+
+class SentRow:
+    """A row this node maintains at a next hop."""
+
+    __slots__ = ("filters", "digest")
+
+    def __init__(self, filters: tuple[Filter, ...]) -> None:
+        self.filters = filters
+        self.digest = digest(filters)
+
+
+class Installation:
+    def __init__(self, content) -> None:
+        self.content = content  # the node's content layer (view, config, out)
+        cfg = content.config
+        self.crt = Crt(cfg.max_filters_per_row, cfg.max_intervals, cfg.max_rows_per_attribute)
+        self.own: Filter | None = None  # own demand, in the tree of own_attr
+        self.own_attr: str | None = None
+        # (attribute, next hop) -> the row we keep alive there
+        self.sent: dict[tuple[str, Hashable], SentRow] = {}
+        self.dirty: set[str] = set()  # attributes whose demand changed
+        self._routed_version = -1  # routing view the rows were computed with
+        self._splits: dict[IntervalSet, dict] = {}  # per routing view: keys -> parts by hop
+        self.on_row_changed = None  # (now, neighbour, attr, row): catch-up hook
+        # desynchronized: each node keeps its rows alive at its own phase
+        self.next_keep_alive = content.rng.random() * cfg.keep_alive_every * content.period
+
+    # ----------------------------------------------------------------- demand
+
+    def refresh_own(self, attr: str | None, keys: IntervalSet | None, value_routing: bool) -> None:
+        """Set what we ask for ourselves: `keys` in `attr`'s tree, or nothing."""
+        sub = self.content.profile.subscription
+        new = None
+        if sub is not None and attr is not None and keys is not None:
+            new = own_filter(sub, attr, keys, value_routing)
+        if new != self.own or attr != self.own_attr:
+            for a in (self.own_attr, attr):
+                if a is not None:
+                    self.dirty.add(a)
+            self.own, self.own_attr = new, (attr if new is not None else None)
+
+    def demand(self, attr: str) -> list[tuple[Hashable, Filter]]:
+        """(source, filter) of everything asked of us in `attr`'s tree."""
+        out = []
+        if self.own is not None and self.own_attr == attr:
+            out.append((self.content.address, self.own))
+        out.extend(self.crt.demand(attr))
+        return out
+
+    # ----------------------------------------------------------------- periodic
+
+    def tick(self, now: float) -> None:
+        self.dirty.update(self.crt.expire(now))
+        self.route(now)
+        if now >= self.next_keep_alive:
+            self.next_keep_alive = now + self.content.config.keep_alive_every * self.content.period
+            self._keep_alive()
+
+    def _keep_alive(self) -> None:
+        by_hop: dict[Hashable, list] = {}
+        for (attr, hop), row in self.sent.items():
+            by_hop.setdefault(hop, []).append((attr, row.digest))
+        me = self.content.profile
+        out = self.content.out
+        for hop, digests in by_hop.items():
+            out.append(Send(hop, m.Refresh(me, tuple(digests))))
+
+    # ----------------------------------------------------------------- routing
+
+    def route(self, now: float) -> None:
+        """Recompute the rows of every attribute whose demand or routing
+        view changed, and send what changed."""
+        content = self.content
+        view = content.view()
+        if content.view_version != self._routed_version:
+            self._routed_version = content.view_version
+            self._splits = {}
+            self.dirty.update(self.crt.attributes())
+            self.dirty.update(attr for attr, _ in self.sent)
+            if self.own_attr is not None:
+                self.dirty.add(self.own_attr)
+        if not self.dirty:
+            return
+        for attr in sorted(self.dirty):
+            self._route_attribute(view, attr)
+        self.dirty.clear()
+
+    def _route_attribute(self, view, attr: str) -> None:
+        cfg = self.content.config
+        sources = self.demand(attr)
+        per_hop: dict[Hashable, list[Filter]] = {}
+        splits = self._splits
+        for source, f in sources:
+            if f.depth >= cfg.max_install_hops:
+                continue  # a loop's leftovers: see docs/protocol.md, "Soft state"
+            parts = splits.get(f.keys)
+            if parts is None:
+                parts = splits[f.keys] = view.split(f.keys)
+            for hop, part in parts.items():
+                if hop is MINE or hop == source:
+                    continue  # never back where it came from
+                per_hop.setdefault(hop, []).append(Filter(part, f.box, f.depth + 1))
+        me = self.content.profile
+        out = self.content.out
+        sent = self.sent
+        for hop, filters in per_hop.items():
+            row = aggregate(filters, cfg.max_filters_per_row, cfg.max_intervals)
+            cur = sent.get((attr, hop))
+            if cur is None or cur.filters != row:
+                sent[(attr, hop)] = SentRow(row)
+                out.append(Send(hop, m.Install(me, attr, row)))
+        for key in [k for k in sent if k[0] == attr and k[1] not in per_hop]:
+            # Nothing of ours goes there any more. If nothing is asked of us
+            # at all, say so at once (fast de-aggregation); if the demand
+            # merely moved, let the row expire after the new route works.
+            del sent[key]
+            if not sources:
+                out.append(Send(key[1], m.Withdraw(me, (attr,))))
+
+    # ----------------------------------------------------------------- handlers
+
+    def on_install(self, now: float, msg: m.Install) -> None:
+        content = self.content
+        cfg = content.config
+        expiry = now + cfg.crt_expiry * content.period
+        keep_dropped = now + cfg.dropped_expiry * content.period
+        row = self.crt.install(msg.attr, msg.profile.address, msg.filters, expiry, keep_dropped)
+        if row is not None:
+            self.dirty.add(msg.attr)
+            if self.on_row_changed is not None:
+                self.on_row_changed(now, msg.profile.address, msg.attr, row)
+            self.route(now)
+
+    def on_refresh(self, now: float, msg: m.Refresh) -> None:
+        content = self.content
+        expiry = now + content.config.crt_expiry * content.period
+        sender = msg.profile.address
+        unknown = tuple(
+            attr for attr, fp in msg.digests if not self.crt.keep_alive(attr, sender, fp, expiry)
+        )
+        if unknown:
+            content.out.append(Send(sender, m.RowRequest(content.profile, unknown)))
+
+    def on_row_request(self, now: float, msg: m.RowRequest) -> None:
+        """A next hop lost (or never got) a row we keep alive there: resend
+        it. Rows we do not keep there are left to expire."""
+        content = self.content
+        sender = msg.profile.address
+        for attr in msg.attrs:
+            row = self.sent.get((attr, sender))
+            if row is not None:
+                content.out.append(Send(sender, m.Install(content.profile, attr, row.filters)))
+
+    def on_withdraw(self, now: float, msg: m.Withdraw) -> None:
+        sender = msg.profile.address
+        gone = [attr for attr in msg.attrs if self.crt.remove(attr, sender)]
+        if gone:
+            self.dirty.update(gone)
+            self.route(now)
+
+    def peer_gone(self, now: float, address: Hashable) -> None:
+        """A neighbour left or was suspected: forget what it asked for and
+        stop keeping rows alive there."""
+        self.dirty.update(self.crt.drop_neighbour(address))
+        for key in [k for k in self.sent if k[1] == address]:
+            del self.sent[key]
+            self.dirty.add(key[0])
+        if self.dirty:
+            self.route(now)
+
+    # ----------------------------------------------------------------- handover
+
+    def rows_for(self, keys: IntervalSet, ttl: float, now: float) -> list[tuple]:
+        """(attribute, neighbour, ttl, filters) of our rows' parts in `keys`,
+        and our own demand's: what a moving predecessor takes over."""
+        out = []
+        for attr in self.crt.attributes():
+            for nb, filters, expiry in self.crt.clipped(attr, keys):
+                out.append((attr, nb, max(0.0, expiry - now), filters))
+        if self.own is not None and self.own.keys.intersects(keys):
+            own = self.own
+            out.append((self.own_attr, self.content.address, ttl,
+                        (Filter(own.keys & keys, own.box, 0),)))  # fmt: skip
+        return out
+
+    def adopt(self, now: float, rows: Iterable[tuple]) -> None:
+        """Rows handed over by our successor before we move: installed as if
+        their neighbours had sent them, until those re-route to us."""
+        me = self.content.address
+        for attr, nb, ttl, filters in rows:
+            if nb == me:
+                continue
+            keep_dropped = now + self.content.config.dropped_expiry * self.content.period
+            if self.crt.install(attr, nb, filters, now + ttl, keep_dropped) is not None:
+                self.dirty.add(attr)
+
+    def row(self, attr: str, nb: Hashable) -> Row | None:
+        return self.crt.row(attr, nb)

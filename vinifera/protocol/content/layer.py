@@ -1,0 +1,216 @@
+"""The content layer of one node: what the node talks to, and the state its
+parts share (the routing view, configuration, counters, output).
+
+- installation.py: what is asked of this node and routed on (CRT rows);
+- forest.py: events up to their rendezvous and down the rows;
+- balancing.py: identifier moves and push shedding;
+- filters.py, crt.py, memory.py: the data structures they use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Hashable
+
+from vinifera.protocol import messages as m
+from vinifera.protocol.config import ContentConfig
+from vinifera.protocol.content.balancing import Balancer
+from vinifera.protocol.content.forest import Forest
+from vinifera.protocol.content.installation import Installation
+from vinifera.protocol.overlay import Overlay
+from vinifera.protocol.routing import RouteView
+from vinifera.ranges import IntervalSet
+from vinifera.ring import RING_BITS, RING_MAX
+from vinifera.subscription import Event, Subscription
+
+
+def attribute_key(attr: str) -> int:
+    """The baseline's single rendezvous key of an attribute."""
+    return int.from_bytes(hashlib.blake2b(attr.encode(), digest_size=8).digest(), "big")
+
+
+def subscription_identifier(sub: Subscription | None, attr: str | None, rng: random.Random) -> int:
+    """Subscription awareness: a uniformly random key inside the node's own
+    range on `attr`, so that the node is a rendezvous of what it wants. A
+    point range is widened to 2^16 keys so that equal subscriptions do not
+    collide on one identifier."""
+    if sub is None or attr is None or attr not in sub.key_ranges:
+        return rng.getrandbits(RING_BITS)
+    lo, hi = sub.key_ranges[attr]
+    return min(RING_MAX, lo + rng.randrange(max(hi - lo, 1 << 16) + 1))
+
+
+COUNTERS = (
+    "events_received", "events_duplicate", "events_dropped", "events_delivered",
+    "events_published", "installs_received", "moves", "events_retried",
+    "events_caught_up", "events_rerouted", "events_pushed", "pushes_shed",
+)  # fmt: skip
+
+
+class Content:
+    def __init__(self, overlay: Overlay, config: ContentConfig, rng: random.Random, out: list):
+        self.overlay = overlay
+        self.config = config
+        self.rng = rng
+        self.out = out
+        self.period = overlay.config.period
+        self.counters = dict.fromkeys(COUNTERS, 0)
+        self._view: RouteView | None = None
+        self._view_links = None
+        self._view_ident = None
+        self._view_sig = None
+        self.view_version = 0  # bumped when the routing view changes
+        self.started: float | None = None
+        self.ready = False  # own subscription installed (see install_min_delay)
+        self._last_tick_version = -1
+        self.installation = Installation(self)
+        self.forest = Forest(self)
+        self.balancer = Balancer(self)
+        self.installation.on_row_changed = self.forest.catch_up if config.catch_up > 0 else None
+        self._refresh_own()
+
+    # ----------------------------------------------------------------- queries
+
+    @property
+    def profile(self):
+        return self.overlay.profile
+
+    @property
+    def address(self) -> Hashable:
+        return self.overlay.profile.address
+
+    @property
+    def name(self) -> str:
+        return self.overlay.name
+
+    @property
+    def crt(self):
+        return self.installation.crt
+
+    def view(self) -> RouteView:
+        """Routing knowledge, rebuilt only when links or identifier change."""
+        links = self.overlay.links
+        ident = self.overlay.profile.ident
+        if self._view is not None and self._view_links is links and self._view_ident == ident:
+            return self._view
+        by = links.by_address
+        known = sorted((e.profile.ident, a) for a, e in by.items())
+        sig = (ident, links.pred, links.succ, tuple(known))
+        self._view_links, self._view_ident = links, ident
+        if sig != self._view_sig or self._view is None:
+            pred = by[links.pred].profile.ident if links.pred is not None else None
+            succ = (by[links.succ].profile.ident, links.succ) if links.succ is not None else None
+            self._view = RouteView(ident, pred, succ, known)
+            self._view_sig = sig
+            self.view_version += 1
+        return self._view
+
+    def install_attribute(self) -> str | None:
+        sub = self.profile.subscription
+        if sub is None:
+            return None
+        if self.config.use_primary and self.overlay.primary.current in sub.key_ranges:
+            return self.overlay.primary.current
+        return sub.attributes[0]
+
+    def event_keys(self, event: Event) -> list[tuple[str, int]]:
+        if self.config.rendezvous == "attribute":
+            return [(attr, attribute_key(attr)) for attr, _ in event.items]
+        keys = event.keys()
+        return [(attr, keys[attr]) for attr, _ in event.items]
+
+    def dedupe_horizon(self, now: float) -> float:
+        """Deliveries (and handled copies) older than this are forgotten."""
+        return now - self.config.dedupe_memory * self.period
+
+    # balancing measures the forest feeds and reads
+    def note_rendezvous(self, now: float, key: int, interested: bool) -> None:
+        self.balancer.note_rendezvous(now, key, interested)
+
+    def note_forwarded(self, now: float, eid: int) -> None:
+        self.balancer.note_forwarded(now, eid)
+
+    def forwarded_lately(self, eid: int) -> bool:
+        return eid in self.balancer.forwarded
+
+    def shedding(self, now: float) -> bool:
+        return self.balancer.shedding(now)
+
+    def load(self) -> float:
+        return self.balancer.load()
+
+    def forwarding(self) -> float:
+        return self.balancer.forwarding()
+
+    # ----------------------------------------------------------------- periodic
+
+    def tick(self, now: float) -> None:
+        cfg = self.config
+        forest = self.forest
+        forest.period_events = 0
+        forest.forget_before(self.dedupe_horizon(now), now - cfg.catch_up * self.period)
+        self.balancer.forget_before(now - cfg.balance_window * self.period)
+        if forest.unacked:
+            forest.retry_unacked(now)
+        if not self.ready:
+            if self.started is None:
+                self.started = now - self.period  # first tick: one period after start
+            age = (now - self.started) / self.period
+            self.view()
+            steady = self.view_version == self._last_tick_version
+            if age >= cfg.install_min_delay and steady or age >= cfg.install_max_delay:
+                self.ready = True
+            self._last_tick_version = self.view_version
+        self._refresh_own()
+        self.installation.tick(now)
+        self.balancer.tick(now)
+
+    def _refresh_own(self) -> None:
+        """Recompute what we ask for ourselves: one range in one tree."""
+        sub = self.profile.subscription
+        attr = self.install_attribute()
+        if sub is None or attr is None or not self.ready:
+            self.installation.refresh_own(None, None, True)
+        elif self.config.rendezvous == "attribute":
+            key = attribute_key(attr)
+            self.installation.refresh_own(attr, IntervalSet.of(key, key), False)
+        else:
+            self.installation.refresh_own(attr, IntervalSet.of(*sub.key_ranges[attr]), True)
+
+    def subscription_changed(self, now: float) -> None:
+        self._refresh_own()
+        self.installation.route(now)
+
+    # ----------------------------------------------------------------- inputs
+
+    def publish(self, now: float, event: Event) -> int:
+        eid = self.rng.getrandbits(63)
+        self.forest.publish(now, eid, event)
+        return eid
+
+    def on_install(self, now: float, msg: m.Install) -> None:
+        self.overlay.refresh_link(now, msg.profile)
+        self.counters["installs_received"] += 1
+        self.installation.on_install(now, msg)
+
+    def on_refresh(self, now: float, msg: m.Refresh) -> None:
+        self.overlay.refresh_link(now, msg.profile)
+        self.installation.on_refresh(now, msg)
+
+    def on_row_request(self, now: float, msg: m.RowRequest) -> None:
+        self.overlay.refresh_link(now, msg.profile)
+        self.installation.on_row_request(now, msg)
+
+    def on_withdraw(self, now: float, msg: m.Withdraw) -> None:
+        self.overlay.refresh_link(now, msg.profile)
+        self.installation.on_withdraw(now, msg)
+
+    def peer_gone(self, now: float, address: Hashable) -> None:
+        self.installation.peer_gone(now, address)
+
+    def on_ack(self, now: float, address: Hashable) -> None:
+        self.forest.on_ack(now, address)
+
+    def restore_delivered(self, journal) -> None:
+        self.forest.restore_delivered(journal)
