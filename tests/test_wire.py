@@ -73,7 +73,7 @@ def sample_messages() -> list[m.Message]:
         m.Pong(p),
         m.Leave(p),
         m.Install(p, "temp", (ROW_FILTER, Filter(IntervalSet.of(0, 3), (), 0))),
-        m.Install(p, "city", ()),
+        m.Install(p, "city", (), True),
         m.Refresh(p, (("temp", 0), ("city", 2**64 - 1))),
         m.RowRequest(p, ("city", "temp")),
         m.Withdraw(p, ("city",)),
@@ -181,10 +181,13 @@ BAD = {
     ),
     "push without hops": (payload(V, 17, GOOD_PROFILE, 1, [["temp", 1.0]]), "field"),
     "push value out of domain": (payload(V, 17, GOOD_PROFILE, 1, [["temp", 99.0]], 2), "field"),
-    "filter without depth": (payload(V, 10, GOOD_PROFILE, "temp", [[[[0, 1]], []]]), "field"),
-    "filter with empty keys": (payload(V, 10, GOOD_PROFILE, "temp", [[0, [], []]]), "field"),
+    "filter without depth": (
+        payload(V, 10, GOOD_PROFILE, "temp", [[[[0, 1]], []]], False),
+        "field",
+    ),
+    "filter with empty keys": (payload(V, 10, GOOD_PROFILE, "temp", [[0, [], []]], False), "field"),
     "filter with inverted keys": (
-        payload(V, 10, GOOD_PROFILE, "temp", [[0, [[5, 1]], []]]),
+        payload(V, 10, GOOD_PROFILE, "temp", [[0, [[5, 1]], []]], False),
         "field",
     ),
     "filter box unsorted": (
@@ -199,8 +202,16 @@ BAD = {
         ),
         "field",
     ),
-    "negative filter depth": (payload(V, 10, GOOD_PROFILE, "temp", [[-1, [[0, 1]], []]]), "field"),
-    "too many filters": (payload(V, 10, GOOD_PROFILE, "temp", [[0, [[0, 1]], []]] * 65), "field"),
+    "fresh not a boolean": (payload(V, 10, GOOD_PROFILE, "temp", [], 1), "field"),
+    "install without fresh": (payload(V, 10, GOOD_PROFILE, "temp", []), "field"),
+    "negative filter depth": (
+        payload(V, 10, GOOD_PROFILE, "temp", [[-1, [[0, 1]], []]], False),
+        "field",
+    ),
+    "too many filters": (
+        payload(V, 10, GOOD_PROFILE, "temp", [[0, [[0, 1]], []]] * 65, False),
+        "field",
+    ),
     "negative digest": (payload(V, 11, GOOD_PROFILE, [["temp", -1]]), "field"),
     "refresh repeats an attribute": (
         payload(V, 11, GOOD_PROFILE, [["temp", 1], ["temp", 2]]),

@@ -61,7 +61,7 @@ def sample_messages(schema: Schema, port: int = 7000) -> list[m.Message]:
         m.Ping(p),
         m.Pong(p),
         m.Leave(p),
-        m.Install(p, name, (row_filter,)),
+        m.Install(p, name, (row_filter,), True),
         m.Refresh(p, ((name, 2**64 - 1),)),
         m.RowRequest(p, (name,)),
         m.Withdraw(p, (name,)),

@@ -201,7 +201,7 @@ _WRITERS: dict[type, Callable[[m.Message], list]] = {
     **{cls: (lambda msg: []) for cls in (m.Join, m.Ping, m.Pong, m.Leave)},
     **{cls: _gossip_out for cls in (m.JoinReply, m.Shuffle, m.ShuffleReply, m.TmanRequest,
                                     m.TmanReply)},
-    m.Install: lambda msg: [msg.attr, [_filter_out(f) for f in msg.filters]],
+    m.Install: lambda msg: [msg.attr, [_filter_out(f) for f in msg.filters], msg.fresh],
     m.Refresh: lambda msg: [[[a, d] for a, d in msg.digests]],
     m.RowRequest: lambda msg: [list(msg.attrs)],
     m.Withdraw: lambda msg: [list(msg.attrs)],
@@ -422,10 +422,12 @@ def _read_attrs(r: _Reader, x) -> tuple:
 
 
 def _read_install(r: _Reader, f: tuple):
-    attr, raw = _arity(2)(f)
+    attr, raw, fresh = _arity(3)(f)
     attr = _attr(attr, r.schema)
     filters = _read_filters(r, raw)
-    return lambda p: m.Install(p, attr, filters)
+    if type(fresh) is not bool:
+        raise _fail("fresh must be a boolean")
+    return lambda p: m.Install(p, attr, filters, fresh)
 
 
 def _read_refresh(r: _Reader, f: tuple):

@@ -89,15 +89,19 @@ class Leave(Message):
 class Install(Message):
     """The sender's whole CRT row at the receiver for one attribute's tree:
     aggregated filters (content/filters.py), replacing what was there.
-    Sent when the row changes or the receiver asks for it. Soft state."""
+    Sent when the row changes or the receiver asks for it. Soft state.
+    `fresh`: the change brings new demand (a new subscription) or repairs
+    a failure, so the receiver catches the row up on recent events; a row
+    that changed because a route merely moved is not fresh."""
 
-    __slots__ = ("attr", "filters")
+    __slots__ = ("attr", "filters", "fresh")
     kind = "install"
 
-    def __init__(self, profile: Profile, attr: str, filters: tuple) -> None:
+    def __init__(self, profile: Profile, attr: str, filters: tuple, fresh: bool = False) -> None:
         self.profile = profile
         self.attr = attr
         self.filters = filters
+        self.fresh = fresh
 
 
 class Refresh(Message):

@@ -5,9 +5,11 @@ churn, workloads. Same seed, same result, byte for byte.
 
 from __future__ import annotations
 
+import gc
 import random
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 
 from vinifera.protocol.actions import Log, Send
@@ -23,6 +25,24 @@ from vinifera.sim.workload import Workload
 
 # Event kinds in the queue.
 JOIN, TICK, MESSAGE, PUBLISH, DEPART = 0, 1, 2, 3, 4
+
+
+@contextmanager
+def quiet_garbage_collector():
+    """Python's cyclic collector walks every live object at each full
+    collection, and a simulation keeps millions alive (tables, queues) while
+    making almost no cyclic garbage: collections found nothing and took a
+    third of a 1,000-node run. Objects alive at the start are frozen out of
+    it and collections made rare; settings are restored on the way out."""
+    before = gc.get_threshold()
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(100_000, 50, 1_000)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()
 
 
 class Simulation:
@@ -87,6 +107,10 @@ class Simulation:
     # ----------------------------------------------------------------- running
 
     def run(self, progress: Callable[[int], None] | None = None) -> dict:
+        with quiet_garbage_collector():
+            return self._run(progress)
+
+    def _run(self, progress: Callable[[int], None] | None) -> dict:
         cfg = self.config
         period = self.overlay_config.period
         started = time.perf_counter()

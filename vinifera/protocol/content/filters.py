@@ -83,6 +83,15 @@ def digest(filters: Iterable[Filter]) -> int:
 def aggregate(filters: Iterable[Filter], cap: int, max_intervals: int) -> tuple[Filter, ...]:
     """The filters as one row: exact merges first, then approximate ones
     down to `cap` filters; canonical order (so equal rows compare equal)."""
+    filters = list(filters)
+    if not filters:
+        return ()
+    if all(not f.box for f in filters):  # one attribute: the keys say it all
+        if len(filters) == 1:
+            return (_cap_intervals(filters[0], max_intervals),)
+        keys = IntervalSet.from_intervals([iv for f in filters for iv in f.keys.intervals])
+        depth = min(f.depth for f in filters)
+        return (_cap_intervals(Filter(keys, (), depth), max_intervals),)
     merged = _merge_same_box(filters)
     if len(merged) > 1:
         merged = _merge_one_attribute_apart(merged)
@@ -94,14 +103,13 @@ def aggregate(filters: Iterable[Filter], cap: int, max_intervals: int) -> tuple[
 
 
 def _merge_same_box(filters: Iterable[Filter]) -> list[Filter]:
-    by_box: dict[tuple, Filter] = {}
+    by_box: dict[Box, Filter] = {}
     for f in filters:
-        k = _box_key(f.box)
-        cur = by_box.get(k)
+        cur = by_box.get(f.box)
         if cur is None:
-            by_box[k] = f
+            by_box[f.box] = f
         else:
-            by_box[k] = Filter(cur.keys | f.keys, f.box, min(cur.depth, f.depth))
+            by_box[f.box] = Filter(cur.keys | f.keys, f.box, min(cur.depth, f.depth))
     return list(by_box.values())
 
 

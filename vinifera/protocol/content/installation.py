@@ -45,6 +45,10 @@ class Installation:
         # (attribute, next hop) -> the row we keep alive there
         self.sent: dict[tuple[str, Hashable], SentRow] = {}
         self.dirty: set[str] = set()  # attributes whose demand changed
+        # ... of which those whose change brings new demand or repairs a
+        # failure: their rows go out `fresh`, and only fresh rows get
+        # catch-up (a route that merely moved already had the events)
+        self.fresh: set[str] = set()
         self._routed_version = -1  # routing view the rows were computed with
         self._splits: dict[IntervalSet, dict] = {}  # per routing view: keys -> parts by hop
         self.on_row_changed = None  # (now, neighbour, attr, row): catch-up hook
@@ -63,6 +67,8 @@ class Installation:
             for a in (self.own_attr, attr):
                 if a is not None:
                     self.dirty.add(a)
+            if new is not None:
+                self.fresh.add(attr)
             self.own, self.own_attr = new, (attr if new is not None else None)
 
     def demand(self, attr: str) -> list[tuple[Hashable, Filter]]:
@@ -110,6 +116,7 @@ class Installation:
         for attr in sorted(self.dirty):
             self._route_attribute(view, attr)
         self.dirty.clear()
+        self.fresh.clear()
 
     def _route_attribute(self, view, attr: str) -> None:
         cfg = self.content.config
@@ -129,12 +136,13 @@ class Installation:
         me = self.content.profile
         out = self.content.out
         sent = self.sent
+        fresh = attr in self.fresh
         for hop, filters in per_hop.items():
             row = aggregate(filters, cfg.max_filters_per_row, cfg.max_intervals)
             cur = sent.get((attr, hop))
             if cur is None or cur.filters != row:
                 sent[(attr, hop)] = SentRow(row)
-                out.append(Send(hop, m.Install(me, attr, row)))
+                out.append(Send(hop, m.Install(me, attr, row, fresh)))
         for key in [k for k in sent if k[0] == attr and k[1] not in per_hop]:
             # Nothing of ours goes there any more. If nothing is asked of us
             # at all, say so at once (fast de-aggregation); if the demand
@@ -153,8 +161,10 @@ class Installation:
         row = self.crt.install(msg.attr, msg.profile.address, msg.filters, expiry, keep_dropped)
         if row is not None:
             self.dirty.add(msg.attr)
-            if self.on_row_changed is not None:
-                self.on_row_changed(now, msg.profile.address, msg.attr, row)
+            if msg.fresh:
+                self.fresh.add(msg.attr)
+                if self.on_row_changed is not None:
+                    self.on_row_changed(now, msg.profile.address, msg.attr, row)
             self.route(now)
 
     def on_refresh(self, now: float, msg: m.Refresh) -> None:
@@ -175,7 +185,9 @@ class Installation:
         for attr in msg.attrs:
             row = self.sent.get((attr, sender))
             if row is not None:
-                content.out.append(Send(sender, m.Install(content.profile, attr, row.filters)))
+                content.out.append(
+                    Send(sender, m.Install(content.profile, attr, row.filters, False))
+                )
 
     def on_withdraw(self, now: float, msg: m.Withdraw) -> None:
         sender = msg.profile.address
@@ -186,11 +198,13 @@ class Installation:
 
     def peer_gone(self, now: float, address: Hashable) -> None:
         """A neighbour left or was suspected: forget what it asked for and
-        stop keeping rows alive there."""
+        stop keeping rows alive there. What went through it goes elsewhere
+        as fresh rows: events it swallowed are caught up on the new routes."""
         self.dirty.update(self.crt.drop_neighbour(address))
         for key in [k for k in self.sent if k[1] == address]:
             del self.sent[key]
             self.dirty.add(key[0])
+            self.fresh.add(key[0])
         if self.dirty:
             self.route(now)
 
