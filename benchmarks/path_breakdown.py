@@ -14,8 +14,8 @@ prints, besides the summary metrics:
   node with the most in-links, what kind of link they hold it as;
 - the busiest relays (the load of EXPERIMENTS.md) with their in-degree.
 
-It observes the protocol by wrapping `Content.on_event` and
-`Content.publish` in this process only; protocol code is unchanged.
+It observes the event copies sent through the simulator's tap; protocol
+code is unchanged.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import argparse
 import json
 from collections import defaultdict
 
-from vinifera.protocol import content as content_module
+from vinifera.protocol import messages as m
 from vinifera.protocol.config import ContentConfig, OverlayConfig, system_defaults
 from vinifera.sim.config import SimConfig
 from vinifera.sim.driver import Simulation
@@ -43,15 +43,15 @@ def main() -> None:
     ap.add_argument("--no-balancing", action="store_true")
     a = ap.parse_args()
 
-    # (eid, receiver address) -> [(hops, sender address, up)]
+    # (eid, receiver address) -> [(hops, sender address, up)]; pushes count as down
     copies: dict[tuple[int, object], list] = defaultdict(list)
-    on_event = content_module.Content.on_event
 
-    def observed_on_event(self, now, msg):
-        copies[(msg.eid, self.address)].append((msg.hops, msg.profile.address, msg.up))
-        return on_event(self, now, msg)
-
-    content_module.Content.on_event = observed_on_event
+    def tap(now, send) -> None:
+        msg = send.message
+        if type(msg) is m.EventMessage:
+            copies[(msg.eid, send.dest)].append((msg.hops, msg.profile.address, msg.up))
+        elif type(msg) is m.EventPush:
+            copies[(msg.eid, send.dest)].append((msg.hops, msg.profile.address, False))
 
     friends, small_world, content = system_defaults(a.system)
     friends = friends if a.friends is None else a.friends
@@ -69,7 +69,7 @@ def main() -> None:
         overlay=OverlayConfig(friends=friends, small_world=small_world),
         content=content,
     )
-    sim = Simulation(cfg)
+    sim = Simulation(cfg, tap=tap)
     summary = sim.run()
     keys = ("hit_ratio", "traffic_overhead", "path_length", "load_max", "load_p95")
     print(json.dumps({k: summary.get(k) for k in keys}))

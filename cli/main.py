@@ -425,7 +425,7 @@ def _sim_config(**o):
             friends=friends,
             small_world=small_world,
             failure_timeout=o["failure_timeout"],
-            probe_after=min(2.0, o["failure_timeout"] / 2),
+            probe_after=min(OverlayConfig().probe_after, o["failure_timeout"] - 1),
         )
         content = replace(
             content,

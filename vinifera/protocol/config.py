@@ -31,8 +31,9 @@ class OverlayConfig:
     ring_backups: int = 3
     # Descriptors sent in one T-Man exchange (routing table first, then Cyclon view).
     tman_message_size: int = 24
-    # A link not heard from for this long is probed with a ping each period.
-    probe_after: float = 2.0
+    # A link not heard from for this long is probed with a ping each period
+    # (twice before failure_timeout with the defaults).
+    probe_after: float = 3.0
     # The longest a node keeps a neighbour it has no evidence of life from
     # (directly or through fresher gossip); older gossip is never believed.
     # Checked once per period, so links go when silence exceeds
@@ -111,10 +112,10 @@ class ContentConfig:
     # this often (periods), desynchronized between nodes. The keep-alive
     # also repairs a lost or stale row (the receiver asks for it again), so
     # this is also how long such a repair can take.
-    keep_alive_every: float = 1.0
+    keep_alive_every: float = 3.0
     # A CRT row not kept alive for this long expires (periods): a crashed
     # neighbour's rows go after it. Tolerates one lost keep-alive.
-    crt_expiry: float = 3.0
+    crt_expiry: float = 7.0
     # Content a row's replacement drops stays matchable this long (periods):
     # make-before-break while a route that moved is being built.
     dropped_expiry: float = 3.0

@@ -26,6 +26,7 @@ from vinifera.protocol.records import hex_id, node_name, record
 from vinifera.protocol.tman import (
     Links,
     PrimaryAttribute,
+    RingIndex,
     draw_small_world_fractions,
     overlap_counts,
     rank_targets,
@@ -70,9 +71,12 @@ class Overlay:
         self.unanswered: set[Hashable] = set()
         self.join_retries = config.join_retries
         self._pool: list[Entry] = []  # candidates of the last reselection
+        self._ring = RingIndex(())  # ... sorted by identifier
         # Identifiers seen in Cyclon shuffles: a uniform sample of the ring's
         # population, for rank-based small-world targets.
         self.id_sample: deque[int] = deque(maxlen=128)
+        self._sample_version = 0  # bumped when id_sample changes
+        self._targets: tuple = (None, [])  # (key it was computed for, rank targets)
         self._exchanges = 0
         self.counters = {"suspected": 0, "joins_sent": 0}
         # Called with (now, address) when a neighbour leaves or is suspected,
@@ -175,7 +179,9 @@ class Overlay:
     def on_shuffle_reply(self, now: float, msg: m.ShuffleReply) -> None:
         self._heard_from(now, msg.profile)
         received = self._believable(now, self._decode(now, msg.entries))
-        self.id_sample.extend(e.profile.ident for e in received)
+        if received:
+            self.id_sample.extend(e.profile.ident for e in received)
+            self._sample_version += 1
         self.cyclon.finish_shuffle(msg.profile.address, received)
 
     def on_tman(self, now: float, msg: m.TmanRequest) -> None:
@@ -187,9 +193,10 @@ class Overlay:
         self._stash(self._decode(now, msg.entries))
 
     def on_tman_reply(self, now: float, msg: m.TmanReply) -> None:
+        """Merged at the next reselection, like a request: one selection
+        per period."""
         self._heard_from(now, msg.profile)
         self._stash(self._decode(now, msg.entries))
-        self._reselect(now, self._candidates(now, False))
 
     def on_ping(self, now: float, msg: m.Ping) -> None:
         self._heard_from(now, msg.profile)
@@ -311,9 +318,10 @@ class Overlay:
     def _reselect(self, now: float, cands: list[Entry]) -> None:
         cfg = self.config
         self._pool = cands
+        self._ring = ring = RingIndex(cands)
         self.inbox.clear()
         me = self.profile
-        succs, preds = ring_neighbourhood(me.ident, cands, cfg.ring_backups + 1)
+        succs, preds = ring_neighbourhood(me.ident, cands, cfg.ring_backups + 1, ring)
         succ = succs[0] if succs else None
         pred = preds[0] if preds else None
         self.ring_backups = succs[1:] + preds[1:]
@@ -342,11 +350,16 @@ class Overlay:
                 d = (e.profile.ident - me.ident) % RING_SIZE
                 gap = max(gap, min(d, RING_SIZE - d))
             if len(self.id_sample) >= 32:
-                targets = rank_targets(me.ident, self.id_sample, self.sw_fractions[:n_sw])
+                # the sample changes only with a shuffle reply: reuse the targets till then
+                key = (self._sample_version, me.ident, n_sw)
+                if self._targets[0] != key:
+                    fractions = self.sw_fractions[:n_sw]
+                    self._targets = (key, rank_targets(me.ident, self.id_sample, fractions))
+                targets = self._targets[1]
             else:  # too few samples yet: identifier distance
                 targets = small_world_targets(me.ident, gap, self.sw_fractions[:n_sw])
             small_world = select_small_world(
-                targets, cands, taken, self.links.small_world, me.ident
+                targets, cands, taken, self.links.small_world, me.ident, ring
             )
         old_shape = self.links.shape()
         self.links = Links(succ, pred, friends, small_world)
@@ -374,29 +387,33 @@ class Overlay:
         cap = self.config.tman_message_size
         limit = now - self.config.stale_after
         taddr = target.address
-        pool = [e for e in self._pool if e.heard >= limit and e.profile.address != taddr]
-        pool.append(Entry(self.profile, now))
-        if len(pool) > cap:
-            t = target.ident
-            size = RING_SIZE
-            half = size >> 1
-            keyed = []
-            for i, e in enumerate(pool):
-                d = (e.profile.ident - t) % size
-                keyed.append((d if d <= half else size - d, i))
-            keyed.sort()
-            chosen = {}
-            for _, i in keyed[: cap // 2]:
-                e = pool[i]
-                chosen[e.profile.address] = e
-            for addr, e in self.links.by_address.items():
-                if addr != taddr:
-                    chosen.setdefault(addr, e)
-            for e in pool:
-                if len(chosen) >= cap:
-                    break
+        pool = self._pool
+        fresh = [e.heard >= limit and e.profile.address != taddr for e in pool]
+        mine = Entry(self.profile, now)
+        if sum(fresh) + 1 <= cap:
+            return to_wire_entries([e for e, ok in zip(pool, fresh, strict=True) if ok] + [mine],
+                                   now)  # fmt: skip
+        # the closest to the receiver first (ties: our pool's order, ourselves last)
+        t = target.ident
+        near = self._ring.nearest(t, cap // 2, fresh.__getitem__)
+        d = (mine.profile.ident - t) % RING_SIZE
+        near.append((min(d, RING_SIZE - d), len(pool)))
+        near.sort()
+        chosen: dict = {}
+        for _, i in near[: cap // 2]:
+            e = pool[i] if i < len(pool) else mine
+            chosen[e.profile.address] = e
+        for addr, e in self.links.by_address.items():
+            if addr != taddr:
+                chosen.setdefault(addr, e)
+        for e, ok in zip(pool, fresh, strict=True):
+            if len(chosen) >= cap:
+                break
+            if ok:
                 chosen.setdefault(e.profile.address, e)
-            pool = list(chosen.values())[:cap]
+        if len(chosen) < cap:
+            chosen.setdefault(mine.profile.address, mine)
+        pool = list(chosen.values())[:cap]
         return to_wire_entries(pool, now)
 
     # ----------------------------------------------------------------- misc

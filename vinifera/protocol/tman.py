@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import random
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 
 from vinifera.protocol.profile import Entry
@@ -54,23 +54,26 @@ class Links:
 
 
 def ring_neighbourhood(
-    my_ident: int, candidates: Sequence[Entry], r: int
+    my_ident: int, candidates: Sequence[Entry], r: int, index: RingIndex | None = None
 ) -> tuple[list[Entry], list[Entry]]:
     """The r closest candidates clockwise (successor list) and counter-
     clockwise (predecessor list), closest first; our own identifier excluded.
-    Ties (equal identifiers) keep candidate order, so the result is
-    deterministic."""
-    size = RING_SIZE
-    keyed = [((e.profile.ident - my_ident) % size, i) for i, e in enumerate(candidates)]
-    keyed.sort()
-    start = 0
-    while start < len(keyed) and keyed[start][0] == 0:
-        start += 1
-    if start == len(keyed):
-        return [], []
-    succs = [candidates[k[1]] for k in keyed[start : start + r]]
-    preds = [candidates[k[1]] for k in reversed(keyed[max(start, len(keyed) - r) :])]
-    return succs, preds
+    Ties (equal identifiers) keep candidate order going clockwise (and the
+    reverse going counter-clockwise), so the result is deterministic.
+    `index`: the candidates' RingIndex, if already built."""
+    ring = index if index is not None else RingIndex(candidates)
+    idents, order = ring.idents, ring.order
+    n = len(order)
+    start = bisect_right(idents, my_ident)  # clockwise from just after us
+    lists: tuple[list[Entry], list[Entry]] = ([], [])
+    for out, j, step in ((lists[0], start, 1), (lists[1], start - 1, -1)):
+        for _ in range(n):
+            if len(out) >= r:
+                break
+            if idents[j % n] != my_ident:
+                out.append(candidates[order[j % n]])
+            j += step
+    return lists
 
 
 def key_range_on(sub: Subscription | None, attribute: str) -> tuple[int, int]:
@@ -114,7 +117,7 @@ def select_friends(
     my_ident: int,
     mine: Subscription | None,
     primary: str | None,
-    candidates: Iterable[Entry],
+    candidates: Sequence[Entry],
     k: int,
     taken: set,
 ) -> list[Entry]:
@@ -124,21 +127,22 @@ def select_friends(
         return []
     a_lo, a_hi = mine.key_ranges.get(primary, FULL_RANGE)
     scored = []
-    for e in candidates:
+    half = RING_SIZE >> 1
+    for i, e in enumerate(candidates):
         p = e.profile
-        if p.address in taken or p.subscription is None:
+        sub = p.subscription
+        if sub is None or p.address in taken:
             continue
-        b_lo, b_hi = p.subscription.key_ranges.get(primary, FULL_RANGE)
+        b_lo, b_hi = sub.key_ranges.get(primary, FULL_RANGE)
         if b_hi < a_lo or b_lo > a_hi:
             continue  # disjoint: utility 0, never a friend
         u = interval_overlap_utility(a_lo, a_hi, b_lo, b_hi)
-        scored.append((-u, ring_distance(my_ident, p.ident), p.ident, e))
-    scored.sort(key=_score_key)
-    return [s[3] for s in scored[:k]]
-
-
-def _score_key(s: tuple) -> tuple:
-    return s[0], s[1], s[2]
+        d = (p.ident - my_ident) % RING_SIZE
+        # the index breaks remaining ties as the list order did, and keeps
+        # the sort from ever comparing entries
+        scored.append((-u, d if d <= half else RING_SIZE - d, p.ident, i))
+    scored.sort()
+    return [candidates[s[3]] for s in scored[:k]]
 
 
 def draw_small_world_fractions(n: int, rng: random.Random) -> list[float]:
@@ -177,18 +181,19 @@ def select_small_world(
     taken: set,
     current: Sequence | None = None,
     origin: int = 0,
+    index: RingIndex | None = None,
 ) -> list[Entry]:
     """For each target, the untaken candidate closest to it (ties: the
-    earlier candidate). With `current` (the address held per slot, `origin`
-    our identifier), a slot keeps its link while its offset is within a
-    factor 2 of the target's (a link in the right octave is all Kleinberg's
-    argument needs) or it is within twice the best distance: routing
-    tables, and the routes computed from them, then stay put instead of
-    following every sample's noise."""
+    earlier candidate); `index`: the candidates' RingIndex, if built. With
+    `current` (the address held per slot, `origin` our identifier), a slot
+    keeps its link while its offset is within a factor 2 of the target's (a
+    link in the right octave is all Kleinberg's argument needs) or it is
+    within twice the best distance: routing tables, and the routes computed
+    from them, then stay put instead of following every sample's noise."""
     chosen: list[Entry] = []
     used = set(taken)
     by_address = {e.profile.address: e for e in candidates} if current else {}
-    ring = _RingOrder(candidates)
+    ring = index if index is not None else RingIndex(candidates)
     for i, target in enumerate(targets):
         best, best_d = ring.closest(target, used)
         if best is None:
@@ -211,9 +216,11 @@ def select_small_world(
     return chosen
 
 
-class _RingOrder:
-    """Candidates sorted by identifier, for nearest-to-a-target lookups in
-    O(log n) instead of a scan of every candidate per target."""
+class RingIndex:
+    """Candidates sorted by identifier (ties: candidate order), built once
+    per reselection and shared by the ring, small-world and T-Man buffer
+    choices: nearest-to-a-point lookups in O(log n + k) instead of a
+    distance computed and sorted for every candidate each time."""
 
     __slots__ = ("idents", "order", "candidates")
 
@@ -246,6 +253,30 @@ class _RingOrder:
                     best_i, best_d = i, d  # go on: an equal distance may follow
                 j += step
         return (cands[best_i], best_d) if best_i >= 0 else (None, RING_SIZE)
+
+    def nearest(self, target: int, k: int, valid) -> list[tuple[int, int]]:
+        """The k valid candidates nearest `target` either way round, as
+        (distance, index) in that order (ties: lower index first).
+        `valid(index)` says which candidates count."""
+        n = len(self.order)
+        order, idents = self.order, self.idents
+        half = RING_SIZE >> 1
+        start = bisect_left(idents, target)
+        found: dict[int, int] = {}
+        for step in (1, -1):
+            j = start if step == 1 else start - 1
+            taken, last = 0, -1
+            for _ in range(n):
+                x = idents[j % n]
+                d = ((x - target) if step == 1 else (target - x)) % RING_SIZE
+                if d > half or (taken >= k and d > last):
+                    break  # nearer the other way, or past k (ties all kept)
+                i = order[j % n]
+                if valid(i):
+                    found[i] = d
+                    taken, last = taken + 1, d
+                j += step
+        return sorted((d, i) for i, d in found.items())[:k]
 
 
 class PrimaryAttribute:

@@ -221,11 +221,13 @@ class Crt:
         Rows are bounded by the neighbours, so a scan is cheap."""
         changed = []
         for attr, by_nb in self.rows.items():
-            dead = [nb for nb, row in by_nb.items() if row.expiry < now]
-            for nb in dead:
-                self._index[attr].discard(nb, by_nb.pop(nb))
             for row in by_nb.values():
                 row.forget_dropped(now)
+            # not kept alive, or emptied and nothing left to match
+            dead = [nb for nb, row in by_nb.items()
+                    if row.expiry < now or not (row.filters or row.old)]  # fmt: skip
+            for nb in dead:
+                self._index[attr].discard(nb, by_nb.pop(nb))
             if dead:
                 changed.append(attr)
         return changed

@@ -146,9 +146,12 @@ class Installation:
         for key in [k for k in sent if k[0] == attr and k[1] not in per_hop]:
             # Nothing of ours goes there any more. If nothing is asked of us
             # at all, say so at once (fast de-aggregation); if the demand
-            # merely moved, let the row expire after the new route works.
+            # merely moved, an empty row: what it held stays matchable for
+            # dropped_expiry while the new route is built (make-before-break).
             del sent[key]
-            if not sources:
+            if sources:
+                out.append(Send(key[1], m.Install(me, attr, (), False)))
+            else:
                 out.append(Send(key[1], m.Withdraw(me, (attr,))))
 
     # ----------------------------------------------------------------- handlers
