@@ -95,17 +95,23 @@ def _by_window(df: DataFrame, **aggs) -> dict[int, dict]:
     return {r["w"]: {k: r[k] or 0 for k in aggs} for r in rows}
 
 
+# Events beyond this many are joined by shuffling rather than broadcast.
+BROADCAST_EVENTS = 2_000_000
+
+
 def measure(
-    valid: DataFrame,
+    recs,
     schema: Schema,
     start: float,
     end: float,
     deadline: float,
     width: float,
     count: int,
+    infer_crashes: bool = False,
+    last_seen: DataFrame | None = None,
     progress=lambda msg: None,
 ) -> Measurements:
-    """Everything, from the usable records of one run (cache `valid` first).
+    """Everything, from one run's records (analysis/ingest.Records).
 
     `count` windows of `width` seconds cover [start, end). Call release() on
     the result when done with node_load."""
@@ -116,7 +122,8 @@ def measure(
         return persisted[-1]
 
     try:
-        m = _measure(valid, schema, start, end, deadline, width, count, keep, progress)
+        m = _measure(recs, schema, start, end, deadline, width, count, infer_crashes, last_seen,
+                     keep, progress)  # fmt: skip
     except BaseException:
         for df in persisted:
             df.unpersist()
@@ -125,11 +132,17 @@ def measure(
     return m
 
 
-def _measure(valid, schema, start, end, deadline, width, count, keep, progress) -> Measurements:
-    evs, publish = truth.events(valid, schema, start, end, width, count)
+def _valid(df: DataFrame) -> DataFrame:
+    return df.where(F.col("problem").isNull())
+
+
+def _measure(recs, schema, start, end, deadline, width, count, infer, last_seen, keep,
+             progress) -> Measurements:  # fmt: skip
+    other = _valid(recs.other)
+    evs, publish = truth.events(other, schema, start, end, width, count)
     evs = keep(evs)
-    lifes = keep(truth.lives(valid))
-    subs = keep(truth.subscriptions(valid, schema))
+    lifes = keep(truth.lives(other, infer, last_seen, _valid(recs.all)))
+    subs = keep(truth.subscriptions(other, schema))
     progress("ground truth: events, lives, subscriptions")
     invalid_events = publish.where(~F.col("valid")).count()
     invalid_subs = subs.where(~F.col("valid")).count()
@@ -140,43 +153,48 @@ def _measure(valid, schema, start, end, deadline, width, count, keep, progress) 
             per_w[w].update(figures)
 
     add(_by_window(evs, events_published=F.count(F.lit(1))))
-    progress("expected pairs")
+    n_events = sum(per_w[w]["events_published"] for w in per_w)
     ev_w = evs.select("eid", "w")
-    deliveries = keep(
-        valid.where(F.col("ev") == "deliver")
-        .select("eid", "node", "t", "seq", "hops")
-        .join(ev_w, "eid")
-    )
-    first = deliveries.groupBy("eid", "node", "w").agg(
-        F.min(F.struct("t", "seq", "hops")).alias("first"), F.count(F.lit(1)).alias("n")
+    if n_events <= BROADCAST_EVENTS:
+        ev_w = F.broadcast(ev_w)  # small: every copy looks its event up locally
+    progress("expected pairs")
+    deliveries = _valid(recs.deliver).select("eid", "node", "t", "seq", "hops").join(ev_w, "eid")
+    first = keep(
+        deliveries.groupBy("eid", "node", "w").agg(
+            F.min(F.struct("t", "seq", "hops")).alias("first"), F.count(F.lit(1)).alias("n")
+        )
     )
     overlapping = truth.overlapping_lives(lifes)
     expected = truth.expected_pairs(
         evs, subs, lifes, schema, deadline, start, end, dedupe=overlapping > 0
     )
-    got = keep(
-        expected.join(first.drop("w"), ["eid", "node"], "left").select(
-            "w",
-            (F.col("first.t") <= F.col("t") + F.lit(deadline)).alias("hit"),
-            F.col("first.hops").alias("hops"),
-        )
+    got = expected.join(first.drop("w"), ["eid", "node"], "left").select(
+        "w",
+        F.coalesce(F.col("first.t") <= F.col("t") + F.lit(deadline), F.lit(False)).alias("hit"),
+        F.col("first.hops").alias("hops"),
     )
-    hit = F.coalesce(F.col("hit"), F.lit(False))
-    add(
-        _by_window(
-            got,
-            expected_pairs=F.count(F.lit(1)),
-            delivered_pairs=F.sum(hit.cast("long")),
-            hops_total=F.sum(F.when(hit, F.col("hops"))),
+    # One pass: pairs per (window, hit, hops); totals and the hop histogram follow.
+    hops_hist: dict[int, int] = {}
+    expected_w: dict[int, dict] = {}
+    for r in got.groupBy("w", "hit", "hops").count().collect():
+        c = expected_w.setdefault(
+            r["w"], {"expected_pairs": 0, "delivered_pairs": 0, "hops_total": 0}
         )
-    )
-    progress("path lengths")
-    hops = sorted((r[0], r[1]) for r in got.where(hit).groupBy("hops").count().collect())
+        c["expected_pairs"] += r["count"]
+        if r["hit"]:
+            c["delivered_pairs"] += r["count"]
+            c["hops_total"] += r["count"] * r["hops"]
+            hops_hist[r["hops"]] = hops_hist.get(r["hops"], 0) + r["count"]
+    add(expected_w)
+    hops = sorted(hops_hist.items())
 
     progress("false positives and duplicates")
     add(_by_window(first, duplicates=F.sum(F.col("n") - 1)))
-    d = deliveries.join(evs.drop("t", "node", "w"), "eid").alias("d")
-    s = subs.alias("s")
+    ev_values = evs.drop("t", "node", "w")
+    if n_events <= BROADCAST_EVENTS:
+        ev_values = F.broadcast(ev_values)
+    d = deliveries.join(ev_values, "eid").alias("d")
+    s = F.broadcast(subs).alias("s")
     placed = d.join(
         s,
         (F.col("d.node") == F.col("s.node"))
@@ -192,11 +210,7 @@ def _measure(valid, schema, start, end, deadline, width, count, keep, progress) 
     )
 
     progress("traffic and load")
-    msgs = (
-        valid.where(F.col("ev").isin("recv", "drop"))
-        .select("eid", "node", "ev", "match", "fwd")
-        .join(ev_w, "eid")
-    )
+    msgs = _valid(recs.msg).select("eid", "node", "ev", "match", "fwd").join(ev_w, "eid")
     add(
         _by_window(
             msgs,
@@ -213,7 +227,6 @@ def _measure(valid, schema, start, end, deadline, width, count, keep, progress) 
         .groupBy("node", "w")
         .agg(F.count(F.lit(1)).alias("forwarded"))
     )
-    n_events = sum(per_w[w]["events_published"] for w in per_w)
     in_window = (
         lifes.where((F.col("joined") < end) & (F.col("ended") > start)).select("node").distinct()
     )

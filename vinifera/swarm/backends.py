@@ -64,6 +64,19 @@ class ProcessBackend:
         p = self.procs.get(slot)
         return p is not None and p.poll() is None
 
+    def pid(self, slot: int) -> int | None:
+        p = self.procs.get(slot)
+        return None if p is None else p.pid
+
+    def exit_code(self, slot: int) -> int | None:
+        """The exit status of a node that ended (negative: killed by that signal)."""
+        p = self.procs.get(slot)
+        return None if p is None else p.poll()
+
+    def forget(self, slot: int) -> None:
+        """A node that ended by itself: nothing left to stop."""
+        self.procs.pop(slot, None)
+
     def stop(self, slot: int, kill: bool = False, timeout: float = 10.0) -> None:
         self.stop_many([slot], kill, timeout)
 
@@ -101,9 +114,13 @@ class NetnsBackend(ProcessBackend):
         self.made: list[int] = []
         if os.geteuid() != 0:
             raise BackendError("the netns backend needs root (network namespaces, veth, bridge)")
-        for tool in ("ip",) + (("iptables",) if loss else ()):
-            if shutil.which(tool) is None:
-                raise BackendError(f"the netns backend needs `{tool}`")
+        if shutil.which("ip") is None:
+            raise BackendError("the netns backend needs `ip`: apt-get install iproute2")
+        if loss and shutil.which("iptables") is None:
+            raise BackendError(
+                "--loss drops datagrams with iptables' statistic match, and `iptables` is not "
+                "installed: apt-get install iptables (Debian/Ubuntu), then run again"
+            )
 
     def ns(self, slot: int) -> str:
         return f"vnf{self.tag}n{slot}"
@@ -189,6 +206,10 @@ class ContainerBackend(ProcessBackend):
                   "vinifera-node", *inner]  # fmt: skip
         with open(out, "a") as o, open(err, "a") as e:
             self.procs[slot] = subprocess.Popen(docker, stdout=o, stderr=e, start_new_session=True)
+
+    def forget(self, slot: int) -> None:
+        self.names.pop(slot, None)
+        super().forget(slot)
 
     def stop_many(self, slots: list[int], kill: bool = False, timeout: float = 10.0) -> None:
         names = [n for n in (self.names.pop(s, None) for s in slots) if n]
