@@ -154,13 +154,14 @@ def up(nodes, backend, trace_path, speedup, start_h, end_h, duration, events_per
         raise click.ClickException(str(err)) from None
     finally:
         _remove_sockets(sockets, temporary)
-    from vinifera.swarm.results import swarm_metrics, write_results
+    from vinifera.swarm.results import RESULTS, swarm_metrics, write_results
 
     try:
         summary["metrics"] = swarm_metrics(log_dir)
     except (OSError, ValueError, KeyError) as err:
         summary["metrics"] = {"error": str(err)}
-    summary["results"] = str(write_results(log_dir, summary))
+    summary["results"] = str(log_dir / RESULTS)
+    write_results(log_dir, summary)
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:

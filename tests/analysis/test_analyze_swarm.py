@@ -169,3 +169,85 @@ def test_without_the_rule_the_silent_node_would_count_as_missing(swarm_dir, tmp_
     ruled = swarm_metrics(copy)
     assert naive["expected_pairs"] > ruled["expected_pairs"]
     assert naive["hit_ratio"] < ruled["hit_ratio"]
+
+
+def _wait(predicate, timeout: float, what: str, proc=None):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"swarm up ended ({proc.returncode}) before {what}")
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.mark.slow
+def test_a_real_swarm_with_two_nodes_killed_from_outside(spark, tmp_path):
+    """10 daemons as processes; two SIGKILLed by PID (not by the runner).
+    The runner notices, logs their crashes and stops publishing through
+    them; the printed result, results.json and `vinifera analyze` agree."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from vinifera.cli.main import main
+
+    logs = tmp_path / "logs"
+    cli = Path(sys.executable).with_name("vinifera")
+    proc = subprocess.Popen(
+        [str(cli), "swarm", "up", "--nodes", "10", "--duration", "20", "--period", "0.25",
+         "--events-per-second", "5", "--log-dir", str(logs), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+
+        def manifest():
+            try:
+                return json.loads((logs / "manifest.json").read_text())
+            except (OSError, ValueError):
+                return None
+
+        _wait(lambda: (m := manifest()) and m["state"] == "running"
+              and m["events_published"] >= 15, 180, "the swarm to publish", proc)  # fmt: skip
+        m = manifest()
+        victims = {slot: m["slots"][slot]["pid"] for slot in ("3", "6")}
+        for pid in victims.values():
+            os.kill(pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    printed = json.loads(out)
+    saved = json.loads((logs / "results.json").read_text())
+    assert saved == printed
+    assert printed["deaths"] == 2 and "died (exit -9); logged its crash" in err
+    m = json.loads((logs / "manifest.json").read_text())
+    assert m["state"] == "ended" and {d["slot"] for d in m["deaths"]} == {3, 6}
+    for slot in ("3", "6"):
+        lines = (logs / f"node-{slot}.jsonl").read_text().splitlines()
+        assert json.loads(lines[-1])["ev"] == "crash"
+    # no publish went through a dead node after its death
+    for slot, death in ((d["slot"], d["t"]) for d in m["deaths"]):
+        pubs = [json.loads(x) for x in (logs / f"node-{slot}.jsonl").read_text().splitlines()
+                if '"publish"' in x]  # fmt: skip
+        assert all(p["t"] <= death for p in pubs)
+    # nothing left behind: the control sockets' folder is gone
+    assert all(not Path(e["control"]).parent.exists() for e in m["slots"].values())
+
+    res = CliRunner().invoke(main, ["analyze", str(logs), "--out", str(tmp_path / "a"), "--json"])
+    assert res.exit_code == 0, res.output
+    spark_says = json.loads(res.stdout.strip().splitlines()[-1])["runs"]["logs"]
+    met = printed["metrics"]
+    for key in ("events_published", "expected_pairs", "delivered_pairs", "hit_ratio",
+                "false_positives", "duplicates", "event_messages", "path_length"):  # fmt: skip
+        assert spark_says[key] == met[key], key
+    assert met["expected_pairs"] > 50 and met["false_positives"] == 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -32,17 +33,37 @@ def _run(args: list[str], check: bool = True) -> subprocess.CompletedProcess:
     return out
 
 
+def free_port(host: str = "127.1.0.1") -> int:
+    """A port free for UDP and TCP on host now (the kernel's pick)."""
+    for _ in range(20):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+            udp.bind((host, 0))
+            port = udp.getsockname()[1]
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp:
+                try:
+                    tcp.bind((host, port))
+                except OSError:
+                    continue
+            return port
+    raise BackendError(f"no free port on {host}")
+
+
 class ProcessBackend:
-    """Each node a process on its own loopback address 127.1.x.y."""
+    """Each node a process on its own loopback address 127.1.x.y, all on one
+    port picked free when the swarm starts: two swarms on one machine (two
+    users, or two test runs) do not collide."""
 
     name = "process"
 
-    def __init__(self, sockets: Path) -> None:
+    def __init__(self, sockets: Path, port: int | None = None) -> None:
         self.sockets = sockets
+        self.port = port
         self.procs: dict[int, subprocess.Popen] = {}
 
     def address(self, slot: int) -> str:
-        return f"127.1.{slot // 250}.{slot % 250 + 1}:{NODE_PORT}"
+        if self.port is None:
+            self.port = free_port()
+        return f"127.1.{slot // 250}.{slot % 250 + 1}:{self.port}"
 
     def control(self, slot: int) -> str:
         return str(self.sockets / f"n{slot}.sock")

@@ -156,6 +156,9 @@ class SwarmRunner:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self.reap()
+            if not self.up:
+                self.say(f"every node died: see the node-N.err files in {self.log_dir}")
+                return False
             st = [self.status(s) for s in sorted(self.up)]
             if st and all(st):
                 ring = sorted(st, key=lambda s: s["id"])
@@ -190,7 +193,8 @@ class SwarmRunner:
             self.say("overlay formed" if settled else "overlay not settled; running anyway")
             self.manifest.update(settled=settled, state="running", measure_from=time.time())
             self._save()
-            self._loop(duration, cut)
+            if self.up or self.plan.changes:
+                self._loop(duration, cut)
         except KeyboardInterrupt:
             interrupted = True
             self.say("interrupted: stopping every node")
