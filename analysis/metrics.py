@@ -158,56 +158,48 @@ def _measure(recs, schema, start, end, deadline, width, count, infer, last_seen,
     if n_events <= BROADCAST_EVENTS:
         ev_w = F.broadcast(ev_w)  # small: every copy looks its event up locally
     progress("expected pairs")
-    deliveries = _valid(recs.deliver).select("eid", "node", "t", "seq", "hops").join(ev_w, "eid")
-    first = keep(
-        deliveries.groupBy("eid", "node", "w").agg(
-            F.min(F.struct("t", "seq", "hops")).alias("first"), F.count(F.lit(1)).alias("n")
-        )
-    )
     overlapping = truth.overlapping_lives(lifes)
     expected = truth.expected_pairs(
         evs, subs, lifes, schema, deadline, start, end, dedupe=overlapping > 0
     )
-    got = expected.join(first.drop("w"), ["eid", "node"], "left").select(
-        "w",
-        F.coalesce(F.col("first.t") <= F.col("t") + F.lit(deadline), F.lit(False)).alias("hit"),
-        F.col("first.hops").alias("hops"),
-    )
-    # One pass: pairs per (window, hit, hops); totals and the hop histogram follow.
-    hops_hist: dict[int, int] = {}
-    expected_w: dict[int, dict] = {}
-    for r in got.groupBy("w", "hit", "hops").count().collect():
-        c = expected_w.setdefault(
-            r["w"], {"expected_pairs": 0, "delivered_pairs": 0, "hops_total": 0}
-        )
-        c["expected_pairs"] += r["count"]
-        if r["hit"]:
-            c["delivered_pairs"] += r["count"]
-            c["hops_total"] += r["count"] * r["hops"]
-            hops_hist[r["hops"]] = hops_hist.get(r["hops"], 0) + r["count"]
-    add(expected_w)
-    hops = sorted(hops_hist.items())
+    add(_by_window(expected, expected_pairs=F.count(F.lit(1))))
 
-    progress("false positives and duplicates")
-    add(_by_window(first, duplicates=F.sum(F.col("n") - 1)))
-    ev_values = evs.drop("t", "node", "w")
+    progress("deliveries: hits, false positives, duplicates")
+    firsts = _first_deliveries(recs, evs, subs, schema, n_events, keep)
+    add(_by_window(firsts, duplicates=F.sum(F.col("n") - 1), false_positives=F.sum("fp")))
+    # A delivered pair: an expected one whose first delivery is in time. Each
+    # first delivery is checked against the (small, broadcast) subscriptions
+    # and lives, instead of joining every expected pair with every delivery.
+    e_cols = [typed.e_col(i) for i in range(len(schema))]
+    ev_vals = evs.select("eid", *e_cols)
     if n_events <= BROADCAST_EVENTS:
-        ev_values = F.broadcast(ev_values)
-    d = deliveries.join(ev_values, "eid").alias("d")
-    s = F.broadcast(subs).alias("s")
-    placed = d.join(
-        s,
-        (F.col("d.node") == F.col("s.node"))
-        & (F.col("s.since") <= F.col("d.t"))
-        & (F.col("d.t") < F.col("s.until")),
-        "left",
+        ev_vals = F.broadcast(ev_vals)
+    te = F.col("f.te")
+    in_time = (
+        firsts.where(F.col("ft") <= F.col("te") + F.lit(deadline)).join(ev_vals, "eid").alias("f")
     )
-    ok = typed.matches(schema, sub=lambda c: F.col(f"s.{c}"), event=lambda c: F.col(f"d.{c}"))
-    add(
-        _by_window(
-            placed.select("d.w", ok.alias("ok")), false_positives=F.sum((~F.col("ok")).cast("long"))
-        )
+    s_ = F.broadcast(subs).alias("s")
+    at_te = (
+        (F.col("f.node") == F.col("s.node")) & (F.col("s.since") <= te) & (te < F.col("s.until"))
     )
+    matched = in_time.join(s_, at_te).where(
+        typed.matches(schema, sub=lambda c: F.col(f"s.{c}"), event=lambda c: F.col(f"f.{c}"))
+    )
+    lv = F.broadcast(lifes).alias("l")
+    delivered = matched.join(
+        lv,
+        (F.col("f.node") == F.col("l.node"))
+        & (F.col("l.joined") <= te)
+        & (F.col("l.ended") >= te + F.lit(deadline)),
+        "left_semi",
+    )
+    hops_hist: dict[int, int] = {}
+    for r in delivered.groupBy("f.w", "f.hops").count().collect():
+        c = per_w[r["w"]]
+        c["delivered_pairs"] += r["count"]
+        c["hops_total"] += r["count"] * r["hops"]
+        hops_hist[r["hops"]] = hops_hist.get(r["hops"], 0) + r["count"]
+    hops = sorted(hops_hist.items())
 
     progress("traffic and load")
     msgs = _valid(recs.msg).select("eid", "node", "ev", "match", "fwd").join(ev_w, "eid")
@@ -241,28 +233,27 @@ def _measure(recs, schema, start, end, deadline, width, count, infer, last_seen,
     )
     load_hist = sorted((r[0], r[1]) for r in node_load.groupBy("forwarded").count().collect())
     progress("load per time window")
+    # Per window, the loads of the nodes present in it: those that forwarded
+    # something (a node logs only while alive, so it is present) and, with
+    # load 0, the other present nodes. No (node, window) join needed.
     present = _presence(lifes, start, width, count)
-    window_load = (
-        present.where("overlaps")
-        .select("node", "w")
-        .distinct()
-        .join(forwarded, ["node", "w"], "left")
-        .select("w", F.coalesce(F.col("forwarded"), F.lit(0)).alias("forwarded"))
-        .groupBy("w", "forwarded")
-        .count()
-        .collect()
+    presence = _by_window(
+        present,
+        present_nodes=F.count_distinct(F.when(F.col("overlaps"), F.col("node"))),
+        alive_nodes=F.sum(F.col("alive_at_start").cast("long")),
+        joins=F.sum(F.col("joined_here").cast("long")),
+        departures=F.sum(F.col("ended_here").cast("long")),
     )
     hists: dict[int, list] = {}
-    for r in window_load:
+    busy: dict[int, int] = {}
+    for r in forwarded.groupBy("w", "forwarded").count().collect():
         hists.setdefault(r["w"], []).append((r["forwarded"], r["count"]))
-    add(
-        _by_window(
-            present,
-            alive_nodes=F.sum(F.col("alive_at_start").cast("long")),
-            joins=F.sum(F.col("joined_here").cast("long")),
-            departures=F.sum(F.col("ended_here").cast("long")),
-        )
-    )
+        busy[r["w"]] = busy.get(r["w"], 0) + r["count"]
+    for w, c in presence.items():
+        idle = c.pop("present_nodes") - busy.get(w, 0)
+        if idle > 0:
+            hists.setdefault(w, []).append((0, idle))
+    add(presence)
 
     windows = []
     for w in range(count):
@@ -306,6 +297,53 @@ def _measure(recs, schema, start, end, deadline, width, count, infer, last_seen,
         "invalid_subscriptions": invalid_subs,
     }
     return Measurements(summary, windows, hops, load_hist, node_load, extra)
+
+
+def _first_deliveries(recs, evs, subs, schema: Schema, n_events: int, keep) -> DataFrame:
+    """(eid, node, w, te, n, fp, ft, hops) per (counted event, node) that
+    delivered it: n deliveries, fp of them false positives (the node's
+    subscription at the delivery does not match), ft and hops of the first
+    (by time, then line). One shuffle of the deliveries; the aggregates are
+    primitive (min_by on the line number), so Spark hashes instead of
+    sorting: the first line is the first delivery whenever its time is the
+    least, which holds for logs in time order; other pairs are redone exactly."""
+    e_cols = [typed.e_col(i) for i in range(len(schema))]
+    ev = evs.select("eid", F.col("t").alias("te"), "w", *e_cols)
+    if n_events <= BROADCAST_EVENTS:
+        ev = F.broadcast(ev)
+    d = _valid(recs.deliver).select("eid", "node", "t", "seq", "hops").join(ev, "eid").alias("d")
+    s = F.broadcast(subs).alias("s")
+    placed = d.join(
+        s,
+        (F.col("d.node") == F.col("s.node"))
+        & (F.col("s.since") <= F.col("d.t"))
+        & (F.col("d.t") < F.col("s.until")),
+        "left",
+    )
+    ok = typed.matches(schema, sub=lambda c: F.col(f"s.{c}"), event=lambda c: F.col(f"d.{c}"))
+    per_pair = keep(
+        placed.groupBy("d.eid", "d.node", "d.w", "d.te").agg(
+            F.count(F.lit(1)).alias("n"),
+            F.sum((~ok).cast("long")).alias("fp"),
+            F.min("d.t").alias("ft"),
+            F.min_by("d.t", "d.seq").alias("t1"),
+            F.min_by("d.hops", "d.seq").alias("hops"),
+        )
+    )
+    odd = per_pair.where(F.col("t1") != F.col("ft")).select("eid", "node")
+    if not odd.take(1):
+        return per_pair.drop("t1")
+    exact = (
+        d.select("eid", "node", "t", "seq", "hops")
+        .join(odd, ["eid", "node"], "left_semi")
+        .groupBy("eid", "node")
+        .agg(F.min(F.struct("t", "seq", "hops"))["hops"].alias("exact_hops"))
+    )
+    return keep(
+        per_pair.join(exact, ["eid", "node"], "left")
+        .withColumn("hops", F.coalesce("exact_hops", "hops"))
+        .drop("t1", "exact_hops")
+    )
 
 
 def _presence(lifes: DataFrame, start: float, width: float, count: int) -> DataFrame:
