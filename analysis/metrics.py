@@ -1,4 +1,4 @@
-"""The metrics of EXPERIMENTS.md over the measurement window, overall and
+"""The metrics of docs/metrics.md over the measurement window, overall and
 per time window, computed in Spark from the usable log records.
 
 Only aggregates reach the driver: one row per time window, one row per
