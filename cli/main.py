@@ -416,7 +416,7 @@ def _sim_config(**o):
         except ValueError:
             raise ValueError(
                 "MIN and MAX must be numbers of gossip periods, e.g. 0.01:0.1"
-            ) from None  # noqa: E501
+            ) from None
         network = NetworkModel(latency_min=lat_min, latency_max=lat_max, loss=o["loss"])
     except ValueError as err:
         raise click.BadParameter(f"{o['latency']!r}: {err}", param_hint="--latency") from None
