@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -214,8 +215,9 @@ def _measure(recs, schema, start, end, deadline, width, count, infer, last_seen,
     # Load: distinct events a node forwarded to at least one node.
     forwarded = keep(
         msgs.where((F.col("ev") == "recv") & (F.col("fwd") > 0))
-        .select("node", "eid", "w")
+        .select("node", "eid")
         .distinct()
+        .join(ev_w, "eid")
         .groupBy("node", "w")
         .agg(F.count(F.lit(1)).alias("forwarded"))
     )
@@ -236,14 +238,7 @@ def _measure(recs, schema, start, end, deadline, width, count, infer, last_seen,
     # Per window, the loads of the nodes present in it: those that forwarded
     # something (a node logs only while alive, so it is present) and, with
     # load 0, the other present nodes. No (node, window) join needed.
-    present = _presence(lifes, start, width, count)
-    presence = _by_window(
-        present,
-        present_nodes=F.count_distinct(F.when(F.col("overlaps"), F.col("node"))),
-        alive_nodes=F.sum(F.col("alive_at_start").cast("long")),
-        joins=F.sum(F.col("joined_here").cast("long")),
-        departures=F.sum(F.col("ended_here").cast("long")),
-    )
+    presence = _presence(lifes.collect(), start, width, count)
     hists: dict[int, list] = {}
     busy: dict[int, int] = {}
     for r in forwarded.groupBy("w", "forwarded").count().collect():
@@ -321,14 +316,21 @@ def _first_deliveries(recs, evs, subs, schema: Schema, n_events: int, keep) -> D
         "left",
     )
     ok = typed.matches(schema, sub=lambda c: F.col(f"s.{c}"), event=lambda c: F.col(f"d.{c}"))
+    # Grouped by (eid, node) only (narrow keys shuffle faster); the event's
+    # time and window come back from the broadcast events.
+    ev_tw = evs.select("eid", F.col("t").alias("te"), "w")
+    if n_events <= BROADCAST_EVENTS:
+        ev_tw = F.broadcast(ev_tw)
     per_pair = keep(
-        placed.groupBy("d.eid", "d.node", "d.w", "d.te").agg(
+        placed.groupBy("d.eid", "d.node")
+        .agg(
             F.count(F.lit(1)).alias("n"),
             F.sum((~ok).cast("long")).alias("fp"),
             F.min("d.t").alias("ft"),
             F.min_by("d.t", "d.seq").alias("t1"),
             F.min_by("d.hops", "d.seq").alias("hops"),
         )
+        .join(ev_tw, "eid")
     )
     odd = per_pair.where(F.col("t1") != F.col("ft")).select("eid", "node")
     if not odd.take(1):
@@ -346,25 +348,47 @@ def _first_deliveries(recs, evs, subs, schema: Schema, n_events: int, keep) -> D
     )
 
 
-def _presence(lifes: DataFrame, start: float, width: float, count: int) -> DataFrame:
-    """(node, w, overlaps, alive_at_start, joined_here, ended_here): one row
-    per life and time window it touches."""
+def _window_index(t: float, start: float, width: float, count: int) -> int:
+    """truth.window_index on the driver: the same float operations."""
+    if t == math.inf:
+        return count - 1
+    return math.floor(min(max((t - start) / width, 0.0), count - 1.0))
+
+
+def _presence(lives, start: float, width: float, count: int) -> dict[int, dict]:
+    """Per window: alive_nodes (alive at its start), joins and departures
+    (lives starting or ending in it) and present_nodes (nodes alive at some
+    time in it). From the lives (few: one row per join), on the driver, with
+    the comparisons Spark would make on the windows each life touches."""
+    zeros = dict.fromkeys(("alive_nodes", "joins", "departures", "present_nodes"), 0)
     if count == 0:
-        return lifes.select("node", F.lit(0).alias("w")).where(F.lit(False))
-    first_w = truth.window_index(F.col("joined"), start, width, count)
-    last_w = F.when(F.col("ended") == float("inf"), F.lit(count - 1)).otherwise(
-        truth.window_index(F.col("ended"), start, width, count)
-    )
-    spread = lifes.where(last_w >= first_w).select(
-        "node", "joined", "ended", F.explode(F.sequence(first_w, last_w)).alias("w")
-    )
-    lo = F.lit(start) + F.col("w") * F.lit(width)
-    hi = F.lit(start) + (F.col("w") + 1) * F.lit(width)
-    return spread.select(
-        "node",
-        "w",
-        ((F.col("joined") < hi) & (F.col("ended") > lo)).alias("overlaps"),
-        ((F.col("joined") <= lo) & (F.col("ended") > lo)).alias("alive_at_start"),
-        ((F.col("joined") >= lo) & (F.col("joined") < hi)).alias("joined_here"),
-        ((F.col("ended") >= lo) & (F.col("ended") < hi)).alias("ended_here"),
-    )
+        return {}
+    w_all = np.arange(count, dtype=np.float64)
+    los = start + w_all * width
+    his = start + (w_all + 1) * width
+    alive = np.zeros(count, np.int64)
+    joins = np.zeros(count, np.int64)
+    departures = np.zeros(count, np.int64)
+    present = np.zeros(count, np.int64)
+    by_node: dict[str, list] = {}
+    for row in lives:
+        by_node.setdefault(row["node"], []).append((row["joined"], row["ended"]))
+    for spans in by_node.values():
+        seen = np.zeros(0, np.int64)
+        for joined, ended in spans:
+            a = _window_index(joined, start, width, count)
+            b = _window_index(ended, start, width, count)
+            if b < a:
+                continue
+            lo, hi = los[a : b + 1], his[a : b + 1]
+            alive[a : b + 1] += (joined <= lo) & (ended > lo)
+            joins[a : b + 1] += (joined >= lo) & (joined < hi)
+            departures[a : b + 1] += (ended >= lo) & (ended < hi)
+            overlaps = np.nonzero((joined < hi) & (ended > lo))[0] + a
+            seen = np.union1d(seen, overlaps)  # a node counts once per window
+        present[seen] += 1
+    return {
+        w: {**zeros, "alive_nodes": int(alive[w]), "joins": int(joins[w]),
+            "departures": int(departures[w]), "present_nodes": int(present[w])}
+        for w in range(count)
+    }  # fmt: skip

@@ -77,6 +77,11 @@ def build_swarm(folder, seed: int = 5) -> dict:
     folder.mkdir(parents=True)
     for i, recs in logs.items():
         lines = "".join(json.dumps(r) + "\n" for r in sorted(recs, key=lambda r: r["t"]))
+        if i == 2:
+            # a second delivery written later but stamped earlier (a clock
+            # stepped back): the first delivery is the earlier one, by time
+            d = next(r for r in recs if r["ev"] == "deliver" and r["hops"] > 0)
+            lines += json.dumps({**d, "t": d["t"] - 0.01, "hops": 7}) + "\n"
         if i == 9:
             lines += '{"v":1,"t":1795512375.3,"node":"127.1.0.10:7000","ev":"re'  # torn
         (folder / f"node-{i}.jsonl").write_text(lines)
@@ -148,6 +153,7 @@ def test_spark_and_the_swarm_ledger_agree_on_every_metric(analyzed, swarm_dir):
     for k in ("window_start", "window_end", "deadline"):
         assert result.summary[k] == ledger[k], k
     assert ledger["expected_pairs"] > 100 and 0.5 < ledger["hit_ratio"] < 1.0
+    assert ledger["duplicates"] == 1  # node 2's late line
 
 
 def test_without_the_rule_the_silent_node_would_count_as_missing(swarm_dir, tmp_path):
