@@ -59,7 +59,8 @@ def _size_panel(ax, results) -> None:
         ax.step(_times(r), [w["alive_nodes"] for w in r.windows], where="mid",
                 label=r.spec.label, linewidth=1.2)  # fmt: skip
     ax.set_ylabel("alive nodes")
-    ax.set_ylim(bottom=0)
+    top = max((w["alive_nodes"] for r in results for w in r.windows), default=1)
+    ax.set_ylim(0, top * 1.12 + 1)  # room above the line, which sits at the top
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
     steady = [r for r in results if _churn_free(r) and r.windows]

@@ -116,7 +116,8 @@ def findings(results) -> list[str]:
                 word = ("lower" if ratio > 1 else "higher") if name != "path length" else (
                     "shorter" if ratio > 1 else "longer")  # fmt: skip
                 times = ratio if ratio > 1 else 1 / ratio
-                said.append(f"{times:.1f}× {word} {name} ({fmt(a, _DIGITS.get(key, 3))} vs "
+                factor = f"{times:.1f}" if times >= 2 else f"{times:.2f}"  # 1.05x, not 1.0x
+                said.append(f"{factor}× {word} {name} ({fmt(a, _DIGITS.get(key, 3))} vs "
                             f"{fmt(b, _DIGITS.get(key, 3))})")  # fmt: skip
         lines.append(f"- **{r.spec.label} against {base.spec.label}**: " + ", ".join(said) + ".")
     return ["## Findings", "", *lines, ""]

@@ -38,7 +38,7 @@ _SECONDS = click.FloatRange(min=0, min_open=True)
     "--window",
     type=_SECONDS,
     help="Width of the time windows, in seconds.  [default: one gossip period from the "
-    "manifest, else 60]",
+    "manifest (simulator or swarm), else 60]",
 )
 @click.option(
     "--deadline",
@@ -49,21 +49,23 @@ _SECONDS = click.FloatRange(min=0, min_open=True)
     "--from",
     "start",
     type=float,
-    help="Count events published from this time (s).  [default: the manifest's warm-up end, "
-    "else the first record]",
+    help="Count events published from this time (seconds after the run's start).  [default: "
+    "the manifest's (simulator: the warm-up's end; swarm: when publishing began), else the "
+    "first record]",
 )
 @click.option(
     "--until",
     "end",
     type=float,
-    help="... and before this time (s).  [default: the manifest's, else the last record "
-    "minus the deadline]",
+    help="... and before this time (seconds after the run's start).  [default: the "
+    "manifest's, else the last record minus the deadline]",
 )
 @click.option(
     "--schema",
     "schema_path",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="TOML attribute schema (needed when a log folder has no manifest.json).",
+    help="TOML attribute schema (needed only when a log folder has no manifest.json: "
+    "simulator and swarm folders carry theirs).",
 )
 @click.option(
     "--conf",
