@@ -166,40 +166,18 @@ def _measure(recs, schema, start, end, deadline, width, count, infer, last_seen,
     add(_by_window(expected, expected_pairs=F.count(F.lit(1))))
 
     progress("deliveries: hits, false positives, duplicates")
-    firsts = _first_deliveries(recs, evs, subs, schema, n_events, keep)
-    add(_by_window(firsts, duplicates=F.sum(F.col("n") - 1), false_positives=F.sum("fp")))
-    # A delivered pair: an expected one whose first delivery is in time. Each
-    # first delivery is checked against the (small, broadcast) subscriptions
-    # and lives, instead of joining every expected pair with every delivery.
-    e_cols = [typed.e_col(i) for i in range(len(schema))]
-    ev_vals = evs.select("eid", *e_cols)
-    if n_events <= BROADCAST_EVENTS:
-        ev_vals = F.broadcast(ev_vals)
-    te = F.col("f.te")
-    in_time = (
-        firsts.where(F.col("ft") <= F.col("te") + F.lit(deadline)).join(ev_vals, "eid").alias("f")
-    )
-    s_ = F.broadcast(subs).alias("s")
-    at_te = (
-        (F.col("f.node") == F.col("s.node")) & (F.col("s.since") <= te) & (te < F.col("s.until"))
-    )
-    matched = in_time.join(s_, at_te).where(
-        typed.matches(schema, sub=lambda c: F.col(f"s.{c}"), event=lambda c: F.col(f"f.{c}"))
-    )
-    lv = F.broadcast(lifes).alias("l")
-    delivered = matched.join(
-        lv,
-        (F.col("f.node") == F.col("l.node"))
-        & (F.col("l.joined") <= te)
-        & (F.col("l.ended") >= te + F.lit(deadline)),
-        "left_semi",
-    )
+    rows = _delivery_counts(recs, evs, subs, lifes, schema, deadline, n_events, exact=False)
+    if any(r["odd"] for r in rows):  # some node logged deliveries out of time order
+        rows = _delivery_counts(recs, evs, subs, lifes, schema, deadline, n_events, exact=True)
     hops_hist: dict[int, int] = {}
-    for r in delivered.groupBy("f.w", "f.hops").count().collect():
+    for r in rows:
         c = per_w[r["w"]]
-        c["delivered_pairs"] += r["count"]
-        c["hops_total"] += r["count"] * r["hops"]
-        hops_hist[r["hops"]] = hops_hist.get(r["hops"], 0) + r["count"]
+        c["duplicates"] += r["duplicates"]
+        c["false_positives"] += r["false_positives"]
+        if r["hit"]:
+            c["delivered_pairs"] += r["pairs"]
+            c["hops_total"] += r["pairs"] * r["hops"]
+            hops_hist[r["hops"]] = hops_hist.get(r["hops"], 0) + r["pairs"]
     hops = sorted(hops_hist.items())
 
     progress("traffic and load")
@@ -294,18 +272,25 @@ def _measure(recs, schema, start, end, deadline, width, count, infer, last_seen,
     return Measurements(summary, windows, hops, load_hist, node_load, extra)
 
 
-def _first_deliveries(recs, evs, subs, schema: Schema, n_events: int, keep) -> DataFrame:
-    """(eid, node, w, te, n, fp, ft, hops) per (counted event, node) that
-    delivered it: n deliveries, fp of them false positives (the node's
-    subscription at the delivery does not match), ft and hops of the first
-    (by time, then line). One shuffle of the deliveries; the aggregates are
-    primitive (min_by on the line number), so Spark hashes instead of
-    sorting: the first line is the first delivery whenever its time is the
-    least, which holds for logs in time order; other pairs are redone exactly."""
+def _delivery_counts(recs, evs, subs, lifes, schema: Schema, deadline: float, n_events: int,
+                     exact: bool) -> list:  # fmt: skip
+    """Rows (w, hops, hit, pairs, duplicates, false_positives, odd): the
+    deliveries of counted events, in one shuffle and one aggregation.
+
+    Per (event, node) that delivered: n deliveries, how many were false
+    positives (the node's subscription at the delivery does not match), and
+    the first delivery's time and hops. It is a hit when the first delivery
+    is in time and the pair is expected: the node's subscription at the
+    publication matches and one of its lives covers the deadline (checked
+    against the small, broadcast subscriptions and lives, instead of joining
+    every expected pair with every delivery). The first delivery is taken
+    by min_by on the line (a hash aggregate on primitive columns), which is
+    the first by time whenever a node logs in time order; `odd` counts the
+    pairs where it is not, and `exact` redoes them by (time, line)."""
     e_cols = [typed.e_col(i) for i in range(len(schema))]
+    small = n_events <= BROADCAST_EVENTS
     ev = evs.select("eid", F.col("t").alias("te"), "w", *e_cols)
-    if n_events <= BROADCAST_EVENTS:
-        ev = F.broadcast(ev)
+    ev = F.broadcast(ev) if small else ev
     d = _valid(recs.deliver).select("eid", "node", "t", "seq", "hops").join(ev, "eid").alias("d")
     s = F.broadcast(subs).alias("s")
     placed = d.join(
@@ -316,35 +301,46 @@ def _first_deliveries(recs, evs, subs, schema: Schema, n_events: int, keep) -> D
         "left",
     )
     ok = typed.matches(schema, sub=lambda c: F.col(f"s.{c}"), event=lambda c: F.col(f"d.{c}"))
-    # Grouped by (eid, node) only (narrow keys shuffle faster); the event's
-    # time and window come back from the broadcast events.
-    ev_tw = evs.select("eid", F.col("t").alias("te"), "w")
-    if n_events <= BROADCAST_EVENTS:
-        ev_tw = F.broadcast(ev_tw)
-    per_pair = keep(
+    if exact:
+        first = F.min(F.struct("d.t", "d.seq", "d.hops"))
+        firsts = [first["t"].alias("t1"), first["hops"].alias("hops")]
+    else:
+        firsts = [F.min_by("d.t", "d.seq").alias("t1"), F.min_by("d.hops", "d.seq").alias("hops")]
+    # Grouped by (eid, node) only (narrow keys shuffle faster); the event
+    # comes back from the broadcast events.
+    pairs = (
         placed.groupBy("d.eid", "d.node")
         .agg(
             F.count(F.lit(1)).alias("n"),
             F.sum((~ok).cast("long")).alias("fp"),
             F.min("d.t").alias("ft"),
-            F.min_by("d.t", "d.seq").alias("t1"),
-            F.min_by("d.hops", "d.seq").alias("hops"),
+            *firsts,
         )
-        .join(ev_tw, "eid")
+        .join(ev, "eid")
+        .alias("p")
     )
-    odd = per_pair.where(F.col("t1") != F.col("ft")).select("eid", "node")
-    if not odd.take(1):
-        return per_pair.drop("t1")
-    exact = (
-        d.select("eid", "node", "t", "seq", "hops")
-        .join(odd, ["eid", "node"], "left_semi")
-        .groupBy("eid", "node")
-        .agg(F.min(F.struct("t", "seq", "hops"))["hops"].alias("exact_hops"))
+    te = F.col("p.te")
+    at_te = (
+        (F.col("p.node") == F.col("s.node")) & (F.col("s.since") <= te) & (te < F.col("s.until"))
     )
-    return keep(
-        per_pair.join(exact, ["eid", "node"], "left")
-        .withColumn("hops", F.coalesce("exact_hops", "hops"))
-        .drop("t1", "exact_hops")
+    lives_of = F.broadcast(
+        lifes.groupBy("node").agg(F.collect_list(F.struct("joined", "ended")).alias("lives"))
+    ).alias("l")
+    wanted = typed.matches(schema, sub=lambda c: F.col(f"s.{c}"), event=lambda c: F.col(f"p.{c}"))
+    covered = F.exists(
+        F.col("l.lives"), lambda x: (x["joined"] <= te) & (x["ended"] >= te + F.lit(deadline))
+    )
+    hit = (F.col("p.ft") <= te + F.lit(deadline)) & wanted & F.coalesce(covered, F.lit(False))
+    judged = pairs.join(s, at_te, "left").join(lives_of, F.col("p.node") == F.col("l.node"), "left")
+    return (
+        judged.groupBy(F.col("p.w").alias("w"), F.col("p.hops").alias("hops"), hit.alias("hit"))
+        .agg(
+            F.count(F.lit(1)).alias("pairs"),
+            F.sum(F.col("p.n") - 1).alias("duplicates"),
+            F.sum("p.fp").alias("false_positives"),
+            F.sum((F.col("p.t1") != F.col("p.ft")).cast("long")).alias("odd"),
+        )
+        .collect()
     )
 
 
