@@ -224,6 +224,11 @@ def test_a_real_swarm_with_two_nodes_killed_from_outside(spark, tmp_path):
         _wait(lambda: (m := manifest()) and m["state"] == "running"
               and m["events_published"] >= 15, 180, "the swarm to publish", proc)  # fmt: skip
         m = manifest()
+        status = subprocess.run([str(cli), "swarm", "status", str(logs), "--json"],
+                                capture_output=True, text=True, timeout=60)  # fmt: skip
+        live = json.loads(status.stdout)
+        assert live["runner"] and live["state"] == "running"
+        assert sum(n["status"] is not None for n in live["nodes"]) == 10
         victims = {slot: m["slots"][slot]["pid"] for slot in ("3", "6")}
         for pid in victims.values():
             os.kill(pid, signal.SIGKILL)
@@ -257,3 +262,26 @@ def test_a_real_swarm_with_two_nodes_killed_from_outside(spark, tmp_path):
                 "false_positives", "duplicates", "event_messages", "path_length"):  # fmt: skip
         assert spark_says[key] == met[key], key
     assert met["expected_pairs"] > 50 and met["false_positives"] == 0
+
+
+@pytest.mark.slow
+def test_spark_noise_stays_off_the_terminal_unless_verbose(swarm_dir, tmp_path):
+    """A fresh `vinifera analyze` process: the JVM's warnings and log4j lines
+    go to OUT/spark.log; --verbose shows them."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cli = Path(sys.executable).with_name("vinifera")
+    quiet = subprocess.run([str(cli), "analyze", str(swarm_dir), "--out", str(tmp_path / "q"),
+                            "--master", "local[1]"], capture_output=True, text=True,
+                           timeout=600)  # fmt: skip
+    assert quiet.returncode == 0, quiet.stderr
+    noise = ("WARNING: Using incubator", "setLogLevel", "log4j", "WARN ")
+    assert not any(n in quiet.stderr for n in noise), quiet.stderr
+    assert "incubator" in (tmp_path / "q" / "spark.log").read_text()
+    loud = subprocess.run([str(cli), "analyze", str(swarm_dir), "--out", str(tmp_path / "v"),
+                           "--master", "local[1]", "--verbose"], capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+    assert loud.returncode == 0 and "incubator" in loud.stderr
+    assert not (tmp_path / "v" / "spark.log").exists()
