@@ -62,9 +62,12 @@ def write_synthetic(out: Path, records: int, nodes: int = 1000, seed: int = 1) -
 
     alive = [True] * nodes
     # churn plan: crash at a time, rejoin after 20 periods; silent deaths never return
-    span_guess = records / (10 * 60.0) * PERIOD + SETTLE
-    crash_at = {i: rng.uniform(SETTLE, span_guess) for i in rng.sample(range(nodes), nodes // 10)}
-    silent = {i: rng.uniform(SETTLE, span_guess) for i in rng.sample(range(nodes), nodes // 50)}
+    # about 235 records per event, 10 events per period; times are absolute
+    span_guess = records / (10 * 235.0) * PERIOD + SETTLE
+    crash_at = {i: ORIGIN + rng.uniform(SETTLE, span_guess)
+                for i in rng.sample(range(nodes), nodes // 10)}  # fmt: skip
+    silent = {i: ORIGIN + rng.uniform(SETTLE, span_guess)
+              for i in rng.sample(range(nodes), nodes // 50)}  # fmt: skip
     back_at: dict[int, float] = {}
     for i in range(nodes):
         emit(i, ORIGIN + i * 0.001, "join", f',"id":"{i:016x}","sub":{_sub(*subs[i])}')

@@ -17,16 +17,18 @@ def window(i, alive=10, joins=0, departures=0, hit=1.0, events=2):
             "load_p95": 0.4}  # fmt: skip
 
 
-def test_quiet_windows_collapse_and_changes_stay_apart():
+def test_windows_without_joins_or_departures_collapse_and_changes_stay_apart():
     ws = [window(0), window(1), window(2), window(3, alive=10, departures=2),
           window(4, alive=8), window(5, alive=8), window(6, alive=8, hit=0.5)]  # fmt: skip
     rows = collapse(ws)
-    assert [r["window"] for r in rows] == ["0–2", "3", "4–5", "6"]
+    assert [r["window"] for r in rows] == ["0–2", "3", "4–6"]
     first = rows[0]
     assert first["events_published"] == 6 and first["expected_pairs"] == 24
     assert first["traffic_overhead"] == 0.3 and first["path_length"] == round(48 / 24, 6)
     assert first["load_max"] == 0.52 and first["load_p95"] is None  # a max; p95 not additive
     assert rows[1]["load_p95"] == 0.4  # a single window keeps it
+    last = rows[2]  # hit ratios 1.0, 1.0 and 0.5: over the sums
+    assert last["expected_pairs"] == 24 and last["hit_ratio"] == round(20 / 24, 6)
 
 
 def run(label, **summary):
