@@ -24,7 +24,7 @@ from vinifera.swarm.window import DEADLINE_PERIODS, is_swarm, swarm_window
 LOG_GLOB = "*.{jsonl,jsonl.gz}"
 MANIFEST = "manifest.json"
 # Without a manifest (swarm logs, in Unix seconds) nothing says how long a
-# round is: EXPERIMENTS.md's default deadline is 5 rounds, and these assume
+# round is: docs/metrics.md's default deadline is 5 rounds, and these assume
 # one-second rounds. Flags override.
 DEFAULT_DEADLINE = 5.0
 DEFAULT_WINDOW = 60.0

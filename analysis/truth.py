@@ -1,5 +1,5 @@
 """Ground truth from the logs: who was alive, with which subscription, when;
-which events count; and the expected pairs (e, s) of EXPERIMENTS.md.
+which events count; and the expected pairs (e, s) of docs/metrics.md.
 
 The rules are those of the reference implementation, vinifera/sim/ledger.py:
 
