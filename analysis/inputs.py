@@ -23,7 +23,7 @@ from vinifera.swarm.window import DEADLINE_PERIODS, is_swarm, swarm_window
 # The glob Spark applies to file names (Hadoop glob syntax, braces allowed).
 LOG_GLOB = "*.{jsonl,jsonl.gz}"
 MANIFEST = "manifest.json"
-# Without a manifest (swarm logs, in Unix seconds) nothing says how long a
+# Without a manifest (daemon logs, in Unix seconds) nothing says how long a
 # round is: docs/metrics.md's default deadline is 5 rounds, and these assume
 # one-second rounds. Flags override.
 DEFAULT_DEADLINE = 5.0
