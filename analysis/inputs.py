@@ -3,8 +3,10 @@
 A log folder (simulator or swarm) holds `*.jsonl` / `*.jsonl.gz` files,
 possibly in sub-folders. The schema, the measurement window and the deadline
 come, in this order of precedence, from command-line flags, from the
-simulator's `manifest.json` in the folder, and from the defaults below (see
-docs/analysis.md).
+`manifest.json` in the folder (the simulator's or a swarm's), and from the
+defaults below (see docs/analysis.md). Times are shown, and flags are read,
+in seconds after the run's origin: 0 in the simulator, the first node's
+start in a swarm, the first record without a manifest.
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ from pathlib import Path
 
 from vinifera.errors import SchemaError
 from vinifera.schema import Schema
+from vinifera.swarm.window import DEADLINE_PERIODS, is_swarm, swarm_window
 
 # The glob Spark applies to file names (Hadoop glob syntax, braces allowed).
 LOG_GLOB = "*.{jsonl,jsonl.gz}"
 MANIFEST = "manifest.json"
-# Without a manifest (swarm logs, in Unix seconds) nothing says how long a
-# round is: EXPERIMENTS.md's default deadline is 5 rounds, and these assume
+# Without a manifest (daemon logs, in Unix seconds) nothing says how long a
+# round is: docs/metrics.md's default deadline is 5 rounds, and these assume
 # one-second rounds. Flags override.
 DEFAULT_DEADLINE = 5.0
 DEFAULT_WINDOW = 60.0
@@ -33,9 +36,17 @@ class InputError(ValueError):
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One log folder and how to measure it. `window_start`/`window_end` of
-    None mean "from the logs": the first record, and the last record minus
-    the deadline (every counted event then had its whole deadline logged)."""
+    """One log folder and how to measure it.
+
+    Times are in the logs' clock (`t`). `time_origin` is the run's time zero
+    (None: the first record's time). `window_start`/`window_end` come from a
+    manifest; `start_offset`/`end_offset` from the flags, in seconds after
+    the origin, and win over them. None for both means "from the logs": the
+    first record, and the last record minus the deadline (every counted
+    event then had its whole deadline logged). `infer_crashes`: close lives
+    that end without a leave or crash record at their last record
+    (docs/metrics.md; not for the simulator, whose nodes alive at the end
+    simply are)."""
 
     logdir: str
     label: str
@@ -44,10 +55,33 @@ class RunSpec:
     window: float
     window_start: float | None = None
     window_end: float | None = None
+    start_offset: float | None = None
+    end_offset: float | None = None
+    time_origin: float | None = None
+    infer_crashes: bool = True
     files: tuple[str, ...] = ()
     manifest: dict | None = None
     # setting -> where its value came from: "flag", "manifest", "default", "logs"
     origin: dict = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        if (self.manifest or {}).get("config") is not None:
+            return "simulator"
+        return "swarm" if is_swarm(self.manifest) else "logs"
+
+    def settle(self, first: float, last: float) -> tuple[float, float, float]:
+        """(origin, start, end) in the logs' clock, given the logs' span."""
+        origin = self.time_origin if self.time_origin is not None else first
+        if self.start_offset is not None:
+            start = origin + self.start_offset
+        else:
+            start = self.window_start if self.window_start is not None else first
+        if self.end_offset is not None:
+            end = origin + self.end_offset
+        else:
+            end = self.window_end if self.window_end is not None else last - self.deadline
+        return origin, start, end
 
 
 def is_remote(path: str) -> bool:
@@ -93,6 +127,19 @@ def _manifest_times(manifest: dict, source: str) -> tuple[float, float, float, f
         )
     except (KeyError, TypeError) as err:
         raise InputError(f"{source}: manifest lacks config field {err}") from None
+
+
+def _swarm_times(manifest: dict, source: str):
+    """(period, deadline, origin, window_start, window_end) of a swarm's
+    manifest: the window `swarm up` measured (vinifera/swarm/window.py)."""
+    try:
+        period = float(manifest["period"])
+        window = swarm_window(manifest)
+    except (KeyError, TypeError, ValueError) as err:
+        raise InputError(f"{source}: swarm manifest without a usable period: {err}") from None
+    if window is None:  # interrupted before it published anything
+        return period, period * DEADLINE_PERIODS, manifest.get("origin"), None, None
+    return period, window.deadline, window.origin, window.start, window.end
 
 
 def resolve(
@@ -142,8 +189,12 @@ def resolve(
         )
 
     m_start = m_end = m_deadline = m_period = None
+    time_origin, infer_crashes = None, True
     if manifest is not None and manifest.get("config") is not None:
         m_start, m_end, m_deadline, m_period = _manifest_times(manifest, source)
+        time_origin, infer_crashes = 0.0, False
+    elif is_swarm(manifest):
+        m_period, m_deadline, time_origin, m_start, m_end = _swarm_times(manifest, source)
     if label is None:
         # The simulator's system name ("vinifera", "baseline"), else the folder's.
         cfg = (manifest or {}).get("config")
@@ -162,8 +213,8 @@ def resolve(
 
     deadline = pick("deadline", deadline, m_deadline, DEFAULT_DEADLINE)
     window = pick("window", window, m_period, DEFAULT_WINDOW)
-    start = pick("window_start", start, m_start, None)
-    end = pick("window_end", end, m_end, None)
+    pick("window_start", start, m_start, None)
+    pick("window_end", end, m_end, None)
     for name, value in (("deadline", deadline), ("window", window)):
         if not (math.isfinite(value) and value > 0):
             raise InputError(f"--{name} must be a positive number of seconds, got {value}")
@@ -175,8 +226,12 @@ def resolve(
         schema=schema,
         deadline=float(deadline),
         window=float(window),
-        window_start=start,
-        window_end=end,
+        window_start=m_start,
+        window_end=m_end,
+        start_offset=start,
+        end_offset=end,
+        time_origin=time_origin,
+        infer_crashes=infer_crashes,
         files=files,
         manifest=manifest,
         origin=origin,

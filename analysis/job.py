@@ -9,13 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from vinifera.analysis import metrics, plots, report, tables
+from vinifera.analysis import ingest, metrics, plots, reading, report, tables
 from vinifera.analysis.inputs import InputError, RunSpec
-from vinifera.analysis.reading import PROBLEMS, malformed_examples, read_records
+from vinifera.analysis.reading import PROBLEMS
 
 # More windows than this is a mistyped --window, not an analysis.
 MAX_WINDOWS = 100_000
@@ -24,34 +23,54 @@ MAX_WINDOWS = 100_000
 @dataclass
 class RunResult:
     spec: RunSpec
-    start: float
+    start: float  # the measurement window, in the logs' clock
     end: float
     count: int  # time windows
     summary: dict  # the simulator's metric names, plus what the analysis adds
-    windows: list[dict]
+    windows: list[dict]  # start/end in seconds after the origin
     hops: list[tuple[int, int]]
     load_hist: list[tuple[int, int]]
     inputs: dict = field(default_factory=dict)
     tables: dict = field(default_factory=dict)  # table name -> {"parquet": path, "csv": path}
+    origin: float = 0.0  # time zero of the run, in the logs' clock
 
 
 def analyze_run(
-    spark: SparkSession, spec: RunSpec, out: Path, progress: Callable[[str], None]
+    spark: SparkSession,
+    spec: RunSpec,
+    out: Path,
+    progress: Callable[[str], None],
+    store: Path | None = None,
 ) -> RunResult:
+    """One run. `store`: where its ingested records live (ingest.load);
+    None keeps them in Spark's memory."""
     say = lambda msg: progress(f"{spec.label}: {msg}")  # noqa: E731
-    say(f"reading {spec.logdir}")
-    records = read_records(spark, spec.logdir).persist(StorageLevel.MEMORY_AND_DISK)
+    recs = ingest.load(spark, spec.logdir, spec.files, store, say)
     try:
-        return _analyze(spark, spec, records, out, say)
+        return _analyze(spark, spec, recs, out, say)
     finally:
-        records.unpersist()
+        recs.release()
 
 
-def _analyze(spark, spec, records, out, say) -> RunResult:
-    # One pass over the logs: counts per file, kind and problem, and the time span.
-    stats = (
-        records.groupBy("file", "ev", "problem")
+def _analyze(spark, spec: RunSpec, recs: ingest.Records, out, say) -> RunResult:
+    # One pass over the logs: counts per file, node, kind and problem, and
+    # the time span (small: the driver gets the totals, the nodes' last
+    # records stay in Spark for the lives).
+    per_node = (
+        recs.all.groupBy("file", "node", "ev", "problem")
         .agg(F.count(F.lit(1)).alias("n"), F.min("t").alias("t0"), F.max("t").alias("t1"))
+        .persist()
+    )
+    try:
+        return _measure_run(spark, spec, recs, per_node, out, say)
+    finally:
+        per_node.unpersist()
+
+
+def _measure_run(spark, spec, recs, per_node, out, say) -> RunResult:
+    stats = (
+        per_node.groupBy("file", "ev", "problem")
+        .agg(F.sum("n").alias("n"), F.min("t0").alias("t0"), F.max("t1").alias("t1"))
         .collect()
     )
     if not stats:
@@ -73,22 +92,27 @@ def _analyze(spark, spec, records, out, say) -> RunResult:
     usable = sum(kinds.values())
     if not usable:
         raise InputError(f"{spec.logdir}: none of the {sum(problems.values())} log lines is usable")
-    start = spec.window_start if spec.window_start is not None else t0
-    end = spec.window_end if spec.window_end is not None else t1 - spec.deadline
+    origin, start, end = spec.settle(t0, t1)
     if not end > start:
         raise InputError(
-            f"{spec.logdir}: empty measurement window [{start}, {end}): the logs span "
-            f"[{t0}, {t1}] and the deadline is {spec.deadline} s"
+            f"{spec.logdir}: empty measurement window [{start - origin:g}, {end - origin:g}) s: "
+            f"the logs span [{t0 - origin:g}, {t1 - origin:g}] s and the deadline is "
+            f"{spec.deadline:g} s"
         )
     count = math.ceil((end - start) / spec.window)
     if count > MAX_WINDOWS:
-        raise InputError(f"--window {spec.window} cuts [{start}, {end}) into {count} windows")
+        raise InputError(
+            f"--window {spec.window} cuts [{start - origin:g}, {end - origin:g}) s into "
+            f"{count} windows"
+        )
     say(f"{usable} records in {len(files)} files; {sum(problems.values())} malformed")
 
-    valid = records.where(F.col("problem").isNull())
-    m = metrics.measure(
-        valid, spec.schema, start, end, spec.deadline, spec.window, count, progress=say
+    last_seen = (
+        per_node.where(F.col("problem").isNull()).groupBy("node").agg(F.max("t1").alias("last_t"))
     )
+    m = metrics.measure(recs, spec.schema, start, end, spec.deadline, spec.window, count,
+                        infer_crashes=spec.infer_crashes, last_seen=last_seen,
+                        progress=say)  # fmt: skip
     problems["invalid_event"] = m.extra["invalid_events"]
     problems["invalid_subscription"] = m.extra["invalid_subscriptions"]
     problems = {k: v for k, v in problems.items() if v}
@@ -103,21 +127,28 @@ def _analyze(spark, spec, records, out, say) -> RunResult:
         "records": sum(n for n, _ in files.values()),
         "records_by_kind": dict(sorted(kinds.items())),
         "problems": problems,
-        "examples": malformed_examples(spark, spec.logdir) if problems else [],
-        "logs_span": [t0, t1],
+        "examples": reading.malformed_examples(recs.other) if problems else [],
+        "logs_span": [t0 - origin, t1 - origin],
+        "store": None if recs.store is None else str(recs.store),
+        "store_reused": recs.reused,
     }
+    for w in m.windows:  # seconds after the origin, like every time shown
+        w["start"] -= origin
+        w["end"] -= origin
     summary = {
         "label": spec.label,
         **m.summary,
         "nodes_in_window": m.extra["nodes_in_window"],
         "records": inputs["records"],
         "malformed_lines": malformed_lines,
-        "window_start": start,
-        "window_end": end,
+        "window_start": start - origin,
+        "window_end": end - origin,
         "deadline": spec.deadline,
         "window": spec.window,
+        "time_origin": origin,
     }
-    result = RunResult(spec, start, end, count, summary, m.windows, m.hops, m.load_hist, inputs)
+    result = RunResult(spec, start, end, count, summary, m.windows, m.hops, m.load_hist, inputs,
+                       origin=origin)  # fmt: skip
     say("writing tables")
     try:
         result.tables = tables.write_run(spark, result, m.node_load, out / spec.label)
@@ -132,10 +163,20 @@ def analyze(
     out: Path,
     progress: Callable[[str], None] = lambda msg: None,
     master: str | None = None,
+    ingest_to_store: bool | None = None,
 ) -> tuple[Path, list[RunResult]]:
-    """Analyze every run into `out`; returns (report path, results)."""
+    """Analyze every run into `out`; returns (report path, results).
+    `ingest_to_store`: parse each run's logs once into a Parquet store in
+    out/LABEL/records.parquet (default: with a local master, whose
+    executors share the driver's disk)."""
     out.mkdir(parents=True, exist_ok=True)
-    results = [analyze_run(spark, spec, out, progress) for spec in specs]
+    if ingest_to_store is None:
+        ingest_to_store = spark.sparkContext.master.startswith("local")
+    results = [
+        analyze_run(spark, spec, out, progress,
+                    store=out / spec.label / "records.parquet" if ingest_to_store else None)
+        for spec in specs
+    ]  # fmt: skip
     progress("plotting")
     figures = plots.draw(results, out / "plots")
     (out / "summary.json").write_text(

@@ -1,4 +1,4 @@
-"""The metrics of EXPERIMENTS.md over the measurement window, overall and
+"""The metrics of docs/metrics.md over the measurement window, overall and
 per time window, computed in Spark from the usable log records.
 
 Only aggregates reach the driver: one row per time window, one row per
@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -95,17 +96,23 @@ def _by_window(df: DataFrame, **aggs) -> dict[int, dict]:
     return {r["w"]: {k: r[k] or 0 for k in aggs} for r in rows}
 
 
+# Events beyond this many are joined by shuffling rather than broadcast.
+BROADCAST_EVENTS = 2_000_000
+
+
 def measure(
-    valid: DataFrame,
+    recs,
     schema: Schema,
     start: float,
     end: float,
     deadline: float,
     width: float,
     count: int,
+    infer_crashes: bool = False,
+    last_seen: DataFrame | None = None,
     progress=lambda msg: None,
 ) -> Measurements:
-    """Everything, from the usable records of one run (cache `valid` first).
+    """Everything, from one run's records (analysis/ingest.Records).
 
     `count` windows of `width` seconds cover [start, end). Call release() on
     the result when done with node_load."""
@@ -116,7 +123,8 @@ def measure(
         return persisted[-1]
 
     try:
-        m = _measure(valid, schema, start, end, deadline, width, count, keep, progress)
+        m = _measure(recs, schema, start, end, deadline, width, count, infer_crashes, last_seen,
+                     keep, progress)  # fmt: skip
     except BaseException:
         for df in persisted:
             df.unpersist()
@@ -125,11 +133,17 @@ def measure(
     return m
 
 
-def _measure(valid, schema, start, end, deadline, width, count, keep, progress) -> Measurements:
-    evs, publish = truth.events(valid, schema, start, end, width, count)
+def _valid(df: DataFrame) -> DataFrame:
+    return df.where(F.col("problem").isNull())
+
+
+def _measure(recs, schema, start, end, deadline, width, count, infer, last_seen, keep,
+             progress) -> Measurements:  # fmt: skip
+    other = _valid(recs.other)
+    evs, publish = truth.events(other, schema, start, end, width, count)
     evs = keep(evs)
-    lifes = keep(truth.lives(valid))
-    subs = keep(truth.subscriptions(valid, schema))
+    lifes = keep(truth.lives(other, infer, last_seen, _valid(recs.all)))
+    subs = keep(truth.subscriptions(other, schema))
     progress("ground truth: events, lives, subscriptions")
     invalid_events = publish.where(~F.col("valid")).count()
     invalid_subs = subs.where(~F.col("valid")).count()
@@ -140,63 +154,34 @@ def _measure(valid, schema, start, end, deadline, width, count, keep, progress) 
             per_w[w].update(figures)
 
     add(_by_window(evs, events_published=F.count(F.lit(1))))
-    progress("expected pairs")
+    n_events = sum(per_w[w]["events_published"] for w in per_w)
     ev_w = evs.select("eid", "w")
-    deliveries = keep(
-        valid.where(F.col("ev") == "deliver")
-        .select("eid", "node", "t", "seq", "hops")
-        .join(ev_w, "eid")
-    )
-    first = deliveries.groupBy("eid", "node", "w").agg(
-        F.min(F.struct("t", "seq", "hops")).alias("first"), F.count(F.lit(1)).alias("n")
-    )
+    if n_events <= BROADCAST_EVENTS:
+        ev_w = F.broadcast(ev_w)  # small: every copy looks its event up locally
+    progress("expected pairs")
     overlapping = truth.overlapping_lives(lifes)
     expected = truth.expected_pairs(
         evs, subs, lifes, schema, deadline, start, end, dedupe=overlapping > 0
     )
-    got = keep(
-        expected.join(first.drop("w"), ["eid", "node"], "left").select(
-            "w",
-            (F.col("first.t") <= F.col("t") + F.lit(deadline)).alias("hit"),
-            F.col("first.hops").alias("hops"),
-        )
-    )
-    hit = F.coalesce(F.col("hit"), F.lit(False))
-    add(
-        _by_window(
-            got,
-            expected_pairs=F.count(F.lit(1)),
-            delivered_pairs=F.sum(hit.cast("long")),
-            hops_total=F.sum(F.when(hit, F.col("hops"))),
-        )
-    )
-    progress("path lengths")
-    hops = sorted((r[0], r[1]) for r in got.where(hit).groupBy("hops").count().collect())
+    add(_by_window(expected, expected_pairs=F.count(F.lit(1))))
 
-    progress("false positives and duplicates")
-    add(_by_window(first, duplicates=F.sum(F.col("n") - 1)))
-    d = deliveries.join(evs.drop("t", "node", "w"), "eid").alias("d")
-    s = subs.alias("s")
-    placed = d.join(
-        s,
-        (F.col("d.node") == F.col("s.node"))
-        & (F.col("s.since") <= F.col("d.t"))
-        & (F.col("d.t") < F.col("s.until")),
-        "left",
-    )
-    ok = typed.matches(schema, sub=lambda c: F.col(f"s.{c}"), event=lambda c: F.col(f"d.{c}"))
-    add(
-        _by_window(
-            placed.select("d.w", ok.alias("ok")), false_positives=F.sum((~F.col("ok")).cast("long"))
-        )
-    )
+    progress("deliveries: hits, false positives, duplicates")
+    rows = _delivery_counts(recs, evs, subs, lifes, schema, deadline, n_events, exact=False)
+    if any(r["odd"] for r in rows):  # some node logged deliveries out of time order
+        rows = _delivery_counts(recs, evs, subs, lifes, schema, deadline, n_events, exact=True)
+    hops_hist: dict[int, int] = {}
+    for r in rows:
+        c = per_w[r["w"]]
+        c["duplicates"] += r["duplicates"]
+        c["false_positives"] += r["false_positives"]
+        if r["hit"]:
+            c["delivered_pairs"] += r["pairs"]
+            c["hops_total"] += r["pairs"] * r["hops"]
+            hops_hist[r["hops"]] = hops_hist.get(r["hops"], 0) + r["pairs"]
+    hops = sorted(hops_hist.items())
 
     progress("traffic and load")
-    msgs = (
-        valid.where(F.col("ev").isin("recv", "drop"))
-        .select("eid", "node", "ev", "match", "fwd")
-        .join(ev_w, "eid")
-    )
+    msgs = _valid(recs.msg).select("eid", "node", "ev", "match", "fwd").join(ev_w, "eid")
     add(
         _by_window(
             msgs,
@@ -208,12 +193,12 @@ def _measure(valid, schema, start, end, deadline, width, count, keep, progress) 
     # Load: distinct events a node forwarded to at least one node.
     forwarded = keep(
         msgs.where((F.col("ev") == "recv") & (F.col("fwd") > 0))
-        .select("node", "eid", "w")
+        .select("node", "eid")
         .distinct()
+        .join(ev_w, "eid")
         .groupBy("node", "w")
         .agg(F.count(F.lit(1)).alias("forwarded"))
     )
-    n_events = sum(per_w[w]["events_published"] for w in per_w)
     in_window = (
         lifes.where((F.col("joined") < end) & (F.col("ended") > start)).select("node").distinct()
     )
@@ -228,28 +213,20 @@ def _measure(valid, schema, start, end, deadline, width, count, keep, progress) 
     )
     load_hist = sorted((r[0], r[1]) for r in node_load.groupBy("forwarded").count().collect())
     progress("load per time window")
-    present = _presence(lifes, start, width, count)
-    window_load = (
-        present.where("overlaps")
-        .select("node", "w")
-        .distinct()
-        .join(forwarded, ["node", "w"], "left")
-        .select("w", F.coalesce(F.col("forwarded"), F.lit(0)).alias("forwarded"))
-        .groupBy("w", "forwarded")
-        .count()
-        .collect()
-    )
+    # Per window, the loads of the nodes present in it: those that forwarded
+    # something (a node logs only while alive, so it is present) and, with
+    # load 0, the other present nodes. No (node, window) join needed.
+    presence = _presence(lifes.collect(), start, width, count)
     hists: dict[int, list] = {}
-    for r in window_load:
+    busy: dict[int, int] = {}
+    for r in forwarded.groupBy("w", "forwarded").count().collect():
         hists.setdefault(r["w"], []).append((r["forwarded"], r["count"]))
-    add(
-        _by_window(
-            present,
-            alive_nodes=F.sum(F.col("alive_at_start").cast("long")),
-            joins=F.sum(F.col("joined_here").cast("long")),
-            departures=F.sum(F.col("ended_here").cast("long")),
-        )
-    )
+        busy[r["w"]] = busy.get(r["w"], 0) + r["count"]
+    for w, c in presence.items():
+        idle = c.pop("present_nodes") - busy.get(w, 0)
+        if idle > 0:
+            hists.setdefault(w, []).append((0, idle))
+    add(presence)
 
     windows = []
     for w in range(count):
@@ -295,25 +272,119 @@ def _measure(valid, schema, start, end, deadline, width, count, keep, progress) 
     return Measurements(summary, windows, hops, load_hist, node_load, extra)
 
 
-def _presence(lifes: DataFrame, start: float, width: float, count: int) -> DataFrame:
-    """(node, w, overlaps, alive_at_start, joined_here, ended_here): one row
-    per life and time window it touches."""
+def _delivery_counts(recs, evs, subs, lifes, schema: Schema, deadline: float, n_events: int,
+                     exact: bool) -> list:  # fmt: skip
+    """Rows (w, hops, hit, pairs, duplicates, false_positives, odd): the
+    deliveries of counted events, in one shuffle and one aggregation.
+
+    Per (event, node) that delivered: n deliveries, how many were false
+    positives (the node's subscription at the delivery does not match), and
+    the first delivery's time and hops. It is a hit when the first delivery
+    is in time and the pair is expected: the node's subscription at the
+    publication matches and one of its lives covers the deadline (checked
+    against the small, broadcast subscriptions and lives, instead of joining
+    every expected pair with every delivery). The first delivery is taken
+    by min_by on the line (a hash aggregate on primitive columns), which is
+    the first by time whenever a node logs in time order; `odd` counts the
+    pairs where it is not, and `exact` redoes them by (time, line)."""
+    e_cols = [typed.e_col(i) for i in range(len(schema))]
+    small = n_events <= BROADCAST_EVENTS
+    ev = evs.select("eid", F.col("t").alias("te"), "w", *e_cols)
+    ev = F.broadcast(ev) if small else ev
+    d = _valid(recs.deliver).select("eid", "node", "t", "seq", "hops").join(ev, "eid").alias("d")
+    s = F.broadcast(subs).alias("s")
+    placed = d.join(
+        s,
+        (F.col("d.node") == F.col("s.node"))
+        & (F.col("s.since") <= F.col("d.t"))
+        & (F.col("d.t") < F.col("s.until")),
+        "left",
+    )
+    ok = typed.matches(schema, sub=lambda c: F.col(f"s.{c}"), event=lambda c: F.col(f"d.{c}"))
+    if exact:
+        first = F.min(F.struct("d.t", "d.seq", "d.hops"))
+        firsts = [first["t"].alias("t1"), first["hops"].alias("hops")]
+    else:
+        firsts = [F.min_by("d.t", "d.seq").alias("t1"), F.min_by("d.hops", "d.seq").alias("hops")]
+    # Grouped by (eid, node) only (narrow keys shuffle faster); the event
+    # comes back from the broadcast events.
+    pairs = (
+        placed.groupBy("d.eid", "d.node")
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.sum((~ok).cast("long")).alias("fp"),
+            F.min("d.t").alias("ft"),
+            *firsts,
+        )
+        .join(ev, "eid")
+        .alias("p")
+    )
+    te = F.col("p.te")
+    at_te = (
+        (F.col("p.node") == F.col("s.node")) & (F.col("s.since") <= te) & (te < F.col("s.until"))
+    )
+    lives_of = F.broadcast(
+        lifes.groupBy("node").agg(F.collect_list(F.struct("joined", "ended")).alias("lives"))
+    ).alias("l")
+    wanted = typed.matches(schema, sub=lambda c: F.col(f"s.{c}"), event=lambda c: F.col(f"p.{c}"))
+    covered = F.exists(
+        F.col("l.lives"), lambda x: (x["joined"] <= te) & (x["ended"] >= te + F.lit(deadline))
+    )
+    hit = (F.col("p.ft") <= te + F.lit(deadline)) & wanted & F.coalesce(covered, F.lit(False))
+    judged = pairs.join(s, at_te, "left").join(lives_of, F.col("p.node") == F.col("l.node"), "left")
+    return (
+        judged.groupBy(F.col("p.w").alias("w"), F.col("p.hops").alias("hops"), hit.alias("hit"))
+        .agg(
+            F.count(F.lit(1)).alias("pairs"),
+            F.sum(F.col("p.n") - 1).alias("duplicates"),
+            F.sum("p.fp").alias("false_positives"),
+            F.sum((F.col("p.t1") != F.col("p.ft")).cast("long")).alias("odd"),
+        )
+        .collect()
+    )
+
+
+def _window_index(t: float, start: float, width: float, count: int) -> int:
+    """truth.window_index on the driver: the same float operations."""
+    if t == math.inf:
+        return count - 1
+    return math.floor(min(max((t - start) / width, 0.0), count - 1.0))
+
+
+def _presence(lives, start: float, width: float, count: int) -> dict[int, dict]:
+    """Per window: alive_nodes (alive at its start), joins and departures
+    (lives starting or ending in it) and present_nodes (nodes alive at some
+    time in it). From the lives (few: one row per join), on the driver, with
+    the comparisons Spark would make on the windows each life touches."""
+    zeros = dict.fromkeys(("alive_nodes", "joins", "departures", "present_nodes"), 0)
     if count == 0:
-        return lifes.select("node", F.lit(0).alias("w")).where(F.lit(False))
-    first_w = truth.window_index(F.col("joined"), start, width, count)
-    last_w = F.when(F.col("ended") == float("inf"), F.lit(count - 1)).otherwise(
-        truth.window_index(F.col("ended"), start, width, count)
-    )
-    spread = lifes.where(last_w >= first_w).select(
-        "node", "joined", "ended", F.explode(F.sequence(first_w, last_w)).alias("w")
-    )
-    lo = F.lit(start) + F.col("w") * F.lit(width)
-    hi = F.lit(start) + (F.col("w") + 1) * F.lit(width)
-    return spread.select(
-        "node",
-        "w",
-        ((F.col("joined") < hi) & (F.col("ended") > lo)).alias("overlaps"),
-        ((F.col("joined") <= lo) & (F.col("ended") > lo)).alias("alive_at_start"),
-        ((F.col("joined") >= lo) & (F.col("joined") < hi)).alias("joined_here"),
-        ((F.col("ended") >= lo) & (F.col("ended") < hi)).alias("ended_here"),
-    )
+        return {}
+    w_all = np.arange(count, dtype=np.float64)
+    los = start + w_all * width
+    his = start + (w_all + 1) * width
+    alive = np.zeros(count, np.int64)
+    joins = np.zeros(count, np.int64)
+    departures = np.zeros(count, np.int64)
+    present = np.zeros(count, np.int64)
+    by_node: dict[str, list] = {}
+    for row in lives:
+        by_node.setdefault(row["node"], []).append((row["joined"], row["ended"]))
+    for spans in by_node.values():
+        seen = np.zeros(0, np.int64)
+        for joined, ended in spans:
+            a = _window_index(joined, start, width, count)
+            b = _window_index(ended, start, width, count)
+            if b < a:
+                continue
+            lo, hi = los[a : b + 1], his[a : b + 1]
+            alive[a : b + 1] += (joined <= lo) & (ended > lo)
+            joins[a : b + 1] += (joined >= lo) & (joined < hi)
+            departures[a : b + 1] += (ended >= lo) & (ended < hi)
+            overlaps = np.nonzero((joined < hi) & (ended > lo))[0] + a
+            seen = np.union1d(seen, overlaps)  # a node counts once per window
+        present[seen] += 1
+    return {
+        w: {**zeros, "alive_nodes": int(alive[w]), "joins": int(joins[w]),
+            "departures": int(departures[w]), "present_nodes": int(present[w])}
+        for w in range(count)
+    }  # fmt: skip

@@ -1,5 +1,7 @@
 """PNG plots of the aggregated results, every run on the same axes (so
-Vinifera and the baseline sit side by side). Headless: the Agg backend."""
+Vinifera and the baseline sit side by side). Headless: the Agg backend.
+Times are seconds after each run's origin (its start); metric definitions
+are in docs/metrics.md."""
 
 from __future__ import annotations
 
@@ -9,13 +11,36 @@ import matplotlib
 
 matplotlib.use("Agg")  # no display on servers and CI; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 _DPI = 110
+# Markers only while they can be told apart.
+_MARKER_LIMIT = 80
+
+
+def fmt(value, digits: int = 3) -> str:
+    """One precision for every ratio shown (tables, legends, findings)."""
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
 
 
 def _times(result) -> list[float]:
-    """Window midpoints."""
+    """Window midpoints, seconds after the run's origin."""
     return [(w["start"] + w["end"]) / 2 for w in result.windows]
+
+
+def _style(result) -> dict:
+    return {"marker": "." if len(result.windows) <= _MARKER_LIMIT else None, "linewidth": 1.2}
+
+
+def _time_label(results) -> str:
+    kinds = {r.spec.kind for r in results}
+    if kinds == {"simulator"}:
+        return "time since the start of the run (simulated s; one round = one gossip period)"
+    return "time since the start of the run (s)"
 
 
 def _save(fig, path: Path) -> Path:
@@ -25,45 +50,85 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def hit_ratio(results, path: Path) -> Path:
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    size = ax.twinx()
+def _churn_free(result) -> bool:
+    return all(w["joins"] == 0 and w["departures"] == 0 for w in result.windows)
+
+
+def _size_panel(ax, results) -> None:
     for r in results:
-        x = _times(r)
-        (line,) = ax.plot(x, [w["hit_ratio"] for w in r.windows], marker=".", label=r.spec.label)
-        size.plot(
-            x,
-            [w["alive_nodes"] for w in r.windows],
-            linestyle="--",
-            color=line.get_color(),
-            alpha=0.6,
-            label=f"{r.spec.label}: alive nodes",
-        )
-    ax.set_xlabel("time (s; simulator: rounds)")
-    ax.set_ylabel("hit ratio (solid)")
-    ax.set_ylim(-0.02, 1.05)
-    size.set_ylabel("alive nodes at window start (dashed)")
-    size.set_ylim(bottom=0)
-    ax.set_title("Hit ratio and network size over time")
-    lines = ax.get_legend_handles_labels()
-    more = size.get_legend_handles_labels()
-    ax.legend(lines[0] + more[0], lines[1] + more[1], loc="lower left", fontsize="small")
+        ax.step(_times(r), [w["alive_nodes"] for w in r.windows], where="mid",
+                label=r.spec.label, linewidth=1.2)  # fmt: skip
+    ax.set_ylabel("alive nodes")
+    top = max((w["alive_nodes"] for r in results for w in r.windows), default=1)
+    ax.set_ylim(0, top * 1.12 + 1)  # room above the line, which sits at the top
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
+    steady = [r for r in results if _churn_free(r) and r.windows]
+    if len(steady) == len(results) and steady:
+        sizes = {r.windows[0]["alive_nodes"] for r in steady}
+        ax.text(0.01, 0.08, f"no joins or departures in the window: {', '.join(map(str, sizes))}"
+                " nodes throughout", transform=ax.transAxes, fontsize="small")  # fmt: skip
+
+
+def hit_ratio(results, path: Path) -> Path:
+    """Hit ratio per window above the network size (two panels, one time axis)."""
+    fig, (ax, size) = plt.subplots(
+        2, 1, figsize=(8, 5.5), sharex=True, gridspec_kw={"height_ratios": [2, 1]}
+    )
+    for r in results:
+        ax.plot(_times(r), [w["hit_ratio"] for w in r.windows], label=r.spec.label, **_style(r))
+    lows = [w["hit_ratio"] for r in results for w in r.windows if w["hit_ratio"] is not None]
+    bottom = min(lows, default=0.0)
+    # Zoom in when every window is near 1, so the series do not sit on one line.
+    ax.set_ylim(max(0.0, bottom - 0.05) if bottom > 0.5 else -0.02, 1.01)
+    ax.set_ylabel("hit ratio")
+    ax.set_title("Hit ratio per time window, and the network size")
+    ax.legend(fontsize="small", loc="lower left")
+    ax.grid(alpha=0.3)
+    _size_panel(size, results)
+    size.set_xlabel(_time_label(results))
     return _save(fig, path)
 
 
 def overhead(results, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for r in results:
-        ax.plot(
-            _times(r), [w["traffic_overhead"] for w in r.windows], marker=".", label=r.spec.label
-        )
-    ax.set_xlabel("time (s; simulator: rounds)")
+        ax.plot(_times(r), [w["traffic_overhead"] for w in r.windows],
+                label=f"{r.spec.label} (overall {fmt(r.summary['traffic_overhead'])})",
+                **_style(r))  # fmt: skip
+    ax.set_xlabel(_time_label(results))
     ax.set_ylabel("traffic overhead")
     ax.set_ylim(-0.02, 1.02)
-    ax.set_title("Traffic overhead over time (messages to uninterested nodes / all)")
+    ax.set_title("Traffic overhead per time window (copies to uninterested nodes / all copies)")
     ax.legend(fontsize="small")
     ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def over_time(results, path: Path) -> Path:
+    """The paper's Fig. 5 layout: hit ratio, overhead and path length over
+    time, above the network size."""
+    fig, axes = plt.subplots(
+        4, 1, figsize=(8, 9), sharex=True, gridspec_kw={"height_ratios": [2, 2, 2, 1.3]}
+    )
+    rows = (
+        ("hit_ratio", "hit ratio", (-0.02, 1.02)),
+        ("traffic_overhead", "traffic overhead", (-0.02, 1.02)),
+        ("path_length", "path length (hops)", None),
+    )
+    for ax, (key, label, limits) in zip(axes, rows, strict=False):
+        for r in results:
+            ax.plot(_times(r), [w[key] for w in r.windows], label=r.spec.label, **_style(r))
+        ax.set_ylabel(label)
+        if limits:
+            ax.set_ylim(*limits)
+        else:
+            ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize="small", loc="lower left")
+    axes[0].set_title("Per time window, over the run")
+    _size_panel(axes[3], results)
+    axes[3].set_xlabel(_time_label(results))
     return _save(fig, path)
 
 
@@ -76,10 +141,9 @@ def path_length(results, path: Path) -> Path:
         if not total:
             continue
         xs = [h - 0.4 + width * (i + 0.5) for h, _ in r.hops]
-        mean = r.summary["path_length"]
-        ax.bar(
-            xs, [c / total for _, c in r.hops], width=width, label=f"{r.spec.label} (mean {mean})"
-        )
+        ax.bar(xs, [c / total for _, c in r.hops], width=width,
+               label=f"{r.spec.label} (mean {fmt(r.summary['path_length'], 2)} hops)")  # fmt: skip
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("hops from publisher to subscriber")
     ax.set_ylabel("fraction of delivered pairs")
     ax.set_title("Delivery path length")
@@ -100,12 +164,9 @@ def load_cdf(results, path: Path) -> Path:
             seen += c
             xs.append(fwd / events)
             ys.append(seen / nodes)
-        ax.step(
-            xs,
-            ys,
-            where="post",
-            label=f"{r.spec.label} (max {r.summary['load_max']}, p95 {r.summary['load_p95']})",
-        )
+        label = (f"{r.spec.label} (max {fmt(r.summary['load_max'])}, "
+                 f"p95 {fmt(r.summary['load_p95'])})")  # fmt: skip
+        ax.step(xs, ys, where="post", label=label)
     ax.set_xlabel("load: events forwarded / events published")
     ax.set_ylabel("fraction of nodes")
     ax.set_ylim(0, 1.02)
@@ -119,6 +180,7 @@ def draw(results, folder: Path) -> dict[str, Path]:
     folder.mkdir(parents=True, exist_ok=True)
     return {
         "hit_ratio": hit_ratio(results, folder / "hit_ratio.png"),
+        "over_time": over_time(results, folder / "over_time.png"),
         "overhead": overhead(results, folder / "overhead.png"),
         "path_length": path_length(results, folder / "path_length.png"),
         "load_cdf": load_cdf(results, folder / "load_cdf.png"),

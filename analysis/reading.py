@@ -98,23 +98,15 @@ def read_records(spark: SparkSession, logdir: str) -> DataFrame:
     )
     r = F.col("r")
     fields = [r[f.name].alias(f.name) for f in RECORD_SCHEMA.fields if f.name != "_corrupt"]
-    return parsed.select("file", "seq", *fields, _problem(r).alias("problem"))
+    problem = _problem(r)
+    # The line itself for the report's examples (only malformed lines keep it).
+    example = F.when(
+        problem.isNotNull(), F.substring(F.coalesce(r["_corrupt"], F.to_json(r)), 1, 200)
+    )
+    return parsed.select("file", "seq", *fields, problem.alias("problem"), example.alias("example"))
 
 
-def malformed_examples(spark: SparkSession, logdir: str, limit: int = 5) -> list[tuple[str, str]]:
-    """A few (file, line) pairs that failed to parse, for the report."""
-    raw = (
-        spark.read.option("recursiveFileLookup", "true")
-        .option("ignoreCorruptFiles", "true")
-        .option("pathGlobFilter", LOG_GLOB)
-        .text(logdir)
-        .select("value", F.col("_metadata.file_path").alias("file"))
-        .where(F.trim(F.col("value")) != "")
-    )
-    r = F.from_json(
-        "value", RECORD_SCHEMA, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"}
-    )
-    bad = (
-        raw.where(_problem(r).isNotNull()).select("file", F.substring("value", 1, 200)).limit(limit)
-    )
+def malformed_examples(records: DataFrame, limit: int = 5) -> list[tuple[str, str]]:
+    """A few (file, line) pairs that are malformed, for the report."""
+    bad = records.where(F.col("problem").isNotNull()).select("file", "example").limit(limit)
     return [(row[0], row[1]) for row in bad.collect()]

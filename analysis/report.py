@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from vinifera import __version__
+from vinifera.analysis.plots import fmt
 
 _METRICS = (
     ("hit_ratio", "hit ratio"),
@@ -43,17 +44,118 @@ _WINDOW_COLUMNS = (
 _MAX_WINDOW_ROWS = 200
 
 
-def _fmt(v) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    return str(v)
+# Digits per metric: one precision for a metric wherever it is shown.
+_DIGITS = {"path_length": 2}
 
 
-def _table(header: list[str], rows: list[list]) -> list[str]:
+def _fmt(v, key: str = "") -> str:
+    if isinstance(v, float) and v.is_integer() and key in ("start", "end", "window_start"):
+        return f"{v:g}"
+    return fmt(v, _DIGITS.get(key, 3))
+
+
+def _table(header: list[str], rows: list[list], keys: list[str] | None = None) -> list[str]:
+    keys = keys or [""] * len(header)
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in rows]
+    out += [
+        "| "
+        + " | ".join(
+            v if isinstance(v, str) else _fmt(v, k) for v, k in zip(row, keys, strict=True)
+        )
+        + " |"
+        for row in rows
+    ]
+    return out
+
+
+# (key, name, better): lower or higher is better, for the findings.
+_COMPARED = (
+    ("traffic_overhead", "traffic overhead", "lower"),
+    ("load_max", "max load", "lower"),
+    ("load_p95", "95th-percentile load", "lower"),
+    ("path_length", "path length", "lower"),
+    ("hit_ratio", "hit ratio", "higher"),
+)
+
+
+def findings(results) -> list[str]:
+    """The first lines of the report: what the numbers say, by ratio."""
+    if not results:
+        return []
+    lines = []
+    for r in results:
+        s = r.summary
+        lines.append(
+            f"- **{r.spec.label}**: hit ratio {fmt(s['hit_ratio'])} over {s['expected_pairs']} "
+            f"expected pairs ({s['events_published']} events), traffic overhead "
+            f"{fmt(s['traffic_overhead'])}, path length {fmt(s['path_length'], 2)} hops, max load "
+            f"{fmt(s['load_max'])}; {s['false_positives']} false positives, "
+            f"{s['duplicates']} duplicates."
+        )
+    base = next((r for r in results if r.spec.label.startswith("baseline")), results[-1])
+    for r in results:
+        if r is base:
+            continue
+        said = []
+        for key, name, better in _COMPARED:
+            a, b = r.summary.get(key), base.summary.get(key)
+            if a is None or b is None:
+                continue
+            if key == "hit_ratio":
+                if abs(a - b) < 0.0005:
+                    said.append(f"the same hit ratio ({fmt(a)})")
+                else:
+                    said.append(f"hit ratio {fmt(a)} vs {fmt(b)}")
+                continue
+            if a == b:
+                said.append(f"the same {name}")
+            elif a == 0 or b == 0:
+                said.append(f"{name} {fmt(a)} vs {fmt(b)}")
+            else:
+                ratio = b / a if better == "lower" else a / b
+                word = ("lower" if ratio > 1 else "higher") if name != "path length" else (
+                    "shorter" if ratio > 1 else "longer")  # fmt: skip
+                times = ratio if ratio > 1 else 1 / ratio
+                factor = f"{times:.1f}" if times >= 2 else f"{times:.2f}"  # 1.05x, not 1.0x
+                said.append(f"{factor}× {word} {name} ({fmt(a, _DIGITS.get(key, 3))} vs "
+                            f"{fmt(b, _DIGITS.get(key, 3))})")  # fmt: skip
+        lines.append(f"- **{r.spec.label} against {base.spec.label}**: " + ", ".join(said) + ".")
+    return ["## Findings", "", *lines, ""]
+
+
+def collapse(windows: list[dict]) -> list[dict]:
+    """Consecutive windows in which the network does not change (no joins
+    or departures, the same alive nodes) as one row: counts summed, ratios
+    over the sums, `window` a range. Every window is in the windows table
+    and the plots."""
+    out: list[dict] = []
+    for w in windows:
+        prev = out[-1] if out else None
+        quiet = w["joins"] == 0 and w["departures"] == 0
+        if prev is not None and quiet and prev["quiet"] and prev["alive_nodes"] == w["alive_nodes"]:
+            prev["last"] = w["window"]
+            prev["end"] = w["end"]
+            for k in ("events_published", "expected_pairs", "delivered_pairs", "hops_total",
+                      "event_messages", "event_messages_uninterested"):  # fmt: skip
+                prev[k] += w[k]
+            prev["load_max"] = max(prev["load_max"] or 0, w["load_max"] or 0) or prev["load_max"]
+            prev["load_p95"] = None  # not additive
+            continue
+        out.append({**w, "first": w["window"], "last": w["window"], "quiet": quiet})
+    for row in out:
+        row["hit_ratio"] = (
+            round(row["delivered_pairs"] / row["expected_pairs"], 6)
+            if row["expected_pairs"]
+            else None
+        )
+        n, d = row["event_messages_uninterested"], row["event_messages"]
+        row["traffic_overhead"] = round(n / d, 6) if d else None
+        row["path_length"] = (
+            round(row["hops_total"] / row["delivered_pairs"], 6) if row["delivered_pairs"] else None
+        )
+        row["window"] = (
+            str(row["first"]) if row["first"] == row["last"] else f"{row['first']}–{row['last']}"
+        )
     return out
 
 
@@ -70,19 +172,22 @@ def write(
         "# Vinifera log analysis",
         "",
         f"Generated {now} by `vinifera analyze` (vinifera {__version__}) on Spark "
-        f"{spark['version']}, master `{spark['master']}`. Metric definitions: "
-        "EXPERIMENTS.md; method: docs/analysis.md.",
-        "",
-        "## Results",
+        f"{spark['version']}, master `{spark['master']}`. Every metric is defined in "
+        "docs/metrics.md; the method is in docs/analysis.md. Times are seconds after each "
+        "run's start.",
         "",
     ]
+    md += findings(results)
+    md += ["## Results", ""]
     md += _table(
-        ["metric", *labels],
-        [[name, *[r.summary.get(key) for r in results]] for key, name in _METRICS],
+        ["metric", *labels],  # one precision per metric, whatever the run
+        [[name, *[_fmt(r.summary.get(key), key) for r in results]] for key, name in _METRICS],
     )
     md += ["", "## Plots", ""]
     captions = {
-        "hit_ratio": "Hit ratio per time window (solid) and alive nodes (dashed)",
+        "hit_ratio": "Hit ratio per time window, and alive nodes at each window's start",
+        "over_time": "Hit ratio, traffic overhead and path length per time window, above the "
+        "network size (the layout of the paper's Fig. 5)",
         "overhead": "Traffic overhead per time window",
         "path_length": "Delivery path length over delivered expected pairs",
         "load_cdf": "Load CDF over the nodes alive in the measurement window",
@@ -96,7 +201,9 @@ def write(
         md += [
             f"- logs: `{spec.logdir}`: {len(inp['files'])} files, {inp['records']} records "
             f"({', '.join(f'{k} {v}' for k, v in inp['records_by_kind'].items())})",
-            f"- logs span t = {_fmt(inp['logs_span'][0])} … {_fmt(inp['logs_span'][1])} s",
+            f"- logs span {_fmt(inp['logs_span'][0], 'start')} … "
+            f"{_fmt(inp['logs_span'][1], 'start')} s after the run's start"
+            + (f" (Unix time {s['time_origin']:.3f})" if s["time_origin"] else ""),
             f"- measurement window: events published in [{_fmt(s['window_start'])}, "
             f"{_fmt(s['window_end'])}) s (start from {spec.origin.get('window_start')}, "
             f"end from {spec.origin.get('window_end')})",
@@ -129,13 +236,22 @@ def write(
         else:
             md.append("- malformed lines: none")
         md.append("")
-    md += ["## Per time window", ""]
+    md += [
+        "## Per time window",
+        "",
+        "Consecutive windows in which the network does not change (no joins or departures) "
+        "are one row: counts summed, ratios over the sums, the load maximum over them (the "
+        "95th percentile only for single windows). Every window is in "
+        "`LABEL/tables/windows.csv` and in the plots.",
+        "",
+    ]
     for r in results:
-        md += [f"### {r.spec.label}", ""]
-        rows = [[w[c] for c in _WINDOW_COLUMNS] for w in r.windows[:_MAX_WINDOW_ROWS]]
-        md += _table(list(_WINDOW_COLUMNS), rows)
-        if len(r.windows) > _MAX_WINDOW_ROWS:
-            md.append(f"\n({len(r.windows) - _MAX_WINDOW_ROWS} more rows in the windows table.)")
+        rows = collapse(r.windows)
+        md += [f"### {r.spec.label}: {len(r.windows)} windows in {len(rows)} rows", ""]
+        shown = [[w[c] for c in _WINDOW_COLUMNS] for w in rows[:_MAX_WINDOW_ROWS]]
+        md += _table(list(_WINDOW_COLUMNS), shown, list(_WINDOW_COLUMNS))
+        if len(rows) > _MAX_WINDOW_ROWS:
+            md.append(f"\n({len(rows) - _MAX_WINDOW_ROWS} more rows: see the windows table.)")
         md.append("")
     md += [
         "## Tables",

@@ -27,10 +27,12 @@ def under_spark_submit() -> bool:
 
 
 def start(
-    master: str | None = None, conf: dict[str, str] | None = None
+    master: str | None = None, conf: dict[str, str] | None = None, log: Path | None = None
 ) -> tuple[SparkSession, bool]:
     """(session, whether we started it). An already active session (a test
-    fixture, a notebook) is reused and must not be stopped by us."""
+    fixture, a notebook) is reused and must not be stopped by us. `log`:
+    a file for everything the JVM prints (the incubator-module warning,
+    log4j's lines), kept off the user's terminal."""
     active = SparkSession.getActiveSession()
     if active is not None:
         return active, False
@@ -51,6 +53,27 @@ def start(
         conf.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={_LOG4J}")
     for key, value in conf.items():
         builder = builder.config(key, value)
+    if log is not None and not under_spark_submit():
+        _launch_jvm_quietly(master, conf, log)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session, True
+
+
+def _launch_jvm_quietly(master: str | None, conf: dict[str, str], log: Path) -> None:
+    """Start the driver JVM as PySpark would, with its stderr in `log`."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:  # a JVM from an earlier session: reuse it
+        return
+    sconf = SparkConf(loadDefaults=False).setAppName("vinifera-analyze")
+    if master is not None:
+        sconf.setMaster(master)
+    for key, value in conf.items():
+        sconf.set(key, value)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as fh:  # the JVM keeps its own descriptor
+        gateway = launch_gateway(sconf, popen_kwargs={"stderr": fh})
+    SparkContext._gateway = gateway
+    SparkContext._jvm = gateway.jvm

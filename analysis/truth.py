@@ -1,10 +1,12 @@
 """Ground truth from the logs: who was alive, with which subscription, when;
-which events count; and the expected pairs (e, s) of EXPERIMENTS.md.
+which events count; and the expected pairs (e, s) of docs/metrics.md.
 
 The rules are those of the reference implementation, vinifera/sim/ledger.py:
 
 - a node's lives: each `join` opens one; the first `leave` or `crash` after
-  it (and before the next join) closes it; a life never closed lasts forever;
+  it (and before the next join) closes it; a life never closed lasts forever
+  in the simulator, and in daemon logs ends at its last record (an inferred
+  crash: vinifera/swarm/window.py, docs/metrics.md);
 - a node's subscription at time t: the `sub` of its last `join` or
   `subscribe` record at or before t (records at equal times: the later line
   wins); none before its first one;
@@ -64,24 +66,81 @@ def window_index(t: Column, start: float, width: float, count: int) -> Column:
     return F.floor(F.least(F.greatest(x, F.lit(0.0)), F.lit(max(count - 1, 0) * 1.0))).cast("int")
 
 
-def lives(records: DataFrame) -> DataFrame:
-    """(node, joined, ended): one row per life; ended is +inf when open."""
-    kinds = records.where(F.col("ev").isin("join", "leave", "crash")).select(
+def lives(
+    marks: DataFrame,
+    infer_crashes: bool = False,
+    last_seen: DataFrame | None = None,
+    records: DataFrame | None = None,
+) -> DataFrame:
+    """(node, joined, ended): one row per life; ended is +inf when open.
+
+    `marks` holds (at least) the node's join, leave and crash records. With
+    `infer_crashes` (docs/metrics.md, vinifera/swarm/window.py) a life that
+    ends without a leave or crash record ends at its last record instead:
+    for a node's last life, its last record overall (`last_seen`: node,
+    last_t); for an earlier one, its last record before the next join
+    (looked up in `records`, only when there is such a life)."""
+    kinds = marks.where(F.col("ev").isin("join", "leave", "crash")).select(
         "node", "t", "seq", (F.col("ev") == "join").cast("int").alias("is_join")
     )
     order = Window.partitionBy("node").orderBy("t", "seq")
     numbered = kinds.withColumn(
         "life", F.sum("is_join").over(order.rowsBetween(Window.unboundedPreceding, 0))
     )
-    return (
+    joined = F.col("is_join") == 1
+    per_life = (
         numbered.where(F.col("life") > 0)
         .groupBy("node", "life")
         .agg(
-            F.min(F.when(F.col("is_join") == 1, F.col("t"))).alias("joined"),
+            F.min(F.when(joined, F.col("t"))).alias("joined"),
+            F.min(F.when(joined, F.col("seq"))).alias("join_seq"),
             # Rows of a life come after its join: the earliest end closes it.
-            F.coalesce(F.min(F.when(F.col("is_join") == 0, F.col("t"))), F.lit(INF)).alias("ended"),
+            F.min(F.when(~joined, F.col("t"))).alias("closed"),
         )
-        .drop("life")
+    )
+    if not infer_crashes:
+        return per_life.select(
+            "node", "joined", F.coalesce(F.col("closed"), F.lit(INF)).alias("ended")
+        )
+    by_life = Window.partitionBy("node").orderBy("life")
+    per_life = per_life.select(
+        "*",
+        F.lead("joined").over(by_life).alias("next_t"),
+        F.lead("join_seq").over(by_life).alias("next_seq"),
+    )
+    silent_earlier = per_life.where(F.col("closed").isNull() & F.col("next_t").isNotNull())
+    if records is not None and silent_earlier.count():
+        # A rejoin without a recorded end (rare): the last record in between.
+        s = F.broadcast(silent_earlier.select("node", "life", "joined", "join_seq",
+                                              "next_t", "next_seq")).alias("s")  # fmt: skip
+        r = records.select("node", "t", "seq").alias("r")
+        after_join = (F.col("r.t") > F.col("s.joined")) | (
+            (F.col("r.t") == F.col("s.joined")) & (F.col("r.seq") >= F.col("s.join_seq"))
+        )
+        before_next = (F.col("r.t") < F.col("s.next_t")) | (
+            (F.col("r.t") == F.col("s.next_t")) & (F.col("r.seq") < F.col("s.next_seq"))
+        )
+        earlier = (
+            r.join(s, (F.col("r.node") == F.col("s.node")) & after_join & before_next)
+            .groupBy("s.node", "s.life")
+            .agg(F.max("r.t").alias("earlier_last"))
+        )
+        per_life = per_life.join(earlier, ["node", "life"], "left")
+    else:
+        per_life = per_life.withColumn("earlier_last", F.lit(None).cast("double"))
+    last = (
+        last_seen
+        if last_seen is not None
+        else marks.groupBy("node").agg(F.max("t").alias("last_t"))
+    )
+    return per_life.join(last, "node", "left").select(
+        "node",
+        "joined",
+        F.coalesce(
+            F.col("closed"),
+            F.when(F.col("next_t").isNull(), F.col("last_t")).otherwise(F.col("earlier_last")),
+            F.lit(INF),
+        ).alias("ended"),
     )
 
 

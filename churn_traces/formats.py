@@ -284,7 +284,11 @@ def read_trace(path: str | Path) -> Trace:
     except UnicodeDecodeError as err:
         line = data[: err.start].count(b"\n") + 1
         raise TraceError("not UTF-8 text", str(path), line) from None
-    return parse(text, str(path))
+    trace = parse(text, str(path))
+    if not len(trace):
+        # Nothing to replay: a wrong or truncated file, not a trace of nobody.
+        raise TraceError("no node sessions in it (an empty trace)", str(path))
+    return trace
 
 
 def write_trace(trace: Trace, path: str | Path) -> None:

@@ -38,7 +38,7 @@ _SECONDS = click.FloatRange(min=0, min_open=True)
     "--window",
     type=_SECONDS,
     help="Width of the time windows, in seconds.  [default: one gossip period from the "
-    "manifest, else 60]",
+    "manifest (simulator or swarm), else 60]",
 )
 @click.option(
     "--deadline",
@@ -49,21 +49,23 @@ _SECONDS = click.FloatRange(min=0, min_open=True)
     "--from",
     "start",
     type=float,
-    help="Count events published from this time (s).  [default: the manifest's warm-up end, "
-    "else the first record]",
+    help="Count events published from this time (seconds after the run's start).  [default: "
+    "the manifest's (simulator: the warm-up's end; swarm: when publishing began), else the "
+    "first record]",
 )
 @click.option(
     "--until",
     "end",
     type=float,
-    help="... and before this time (s).  [default: the manifest's, else the last record "
-    "minus the deadline]",
+    help="... and before this time (seconds after the run's start).  [default: the "
+    "manifest's, else the last record minus the deadline]",
 )
 @click.option(
     "--schema",
     "schema_path",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="TOML attribute schema (needed when a log folder has no manifest.json).",
+    help="TOML attribute schema (needed only when a log folder has no manifest.json: "
+    "simulator and swarm folders carry theirs).",
 )
 @click.option(
     "--conf",
@@ -73,7 +75,14 @@ _SECONDS = click.FloatRange(min=0, min_open=True)
     help="Extra Spark configuration, e.g. --conf spark.driver.memory=8g (repeatable).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the results as one JSON object.")
-def analyze(logdirs, out, master, window, deadline, start, end, schema_path, conf, as_json):
+@click.option(
+    "--verbose",
+    is_flag=True,
+    help="Show Spark's own output (JVM warnings, log4j lines) on the terminal instead of "
+    "writing it to OUT/spark.log.",
+)
+def analyze(logdirs, out, master, window, deadline, start, end, schema_path, conf, as_json,
+            verbose):  # fmt: skip
     """Compute hit ratio, false positives, duplicates, traffic overhead, path
     length and load from node logs, overall and per time window, with Spark.
 
@@ -115,10 +124,14 @@ def analyze(logdirs, out, master, window, deadline, start, end, schema_path, con
     progress("starting Spark (10-15 s)")
     from vinifera.analysis import job
 
+    spark_log = None if verbose else out / "spark.log"
     try:
-        spark, ours = session.start(master, conf)
+        spark, ours = session.start(master, conf, log=spark_log)
     except Exception as err:  # noqa: BLE001 - py4j/JVM startup errors have no common type
-        raise click.ClickException(f"could not start Spark (master {master}): {err}") from None
+        where = f"; Spark's output is in {spark_log}" if spark_log else ""
+        raise click.ClickException(
+            f"could not start Spark (master {master}): {err}{where}"
+        ) from None
     from pyspark.errors import AnalysisException
 
     try:
@@ -137,8 +150,12 @@ def analyze(logdirs, out, master, window, deadline, start, end, schema_path, con
         return
     keys = ("hit_ratio", "false_positives", "duplicates", "traffic_overhead", "path_length",
             "load_max", "load_p95", "expected_pairs", "malformed_lines")  # fmt: skip
+    from vinifera.analysis.plots import fmt
+
     labels = [r.spec.label for r in results]
+    click.echo("Spark's analysis of the logs (each metric is defined in docs/metrics.md):")
     click.echo(f"{'metric':<20}" + "".join(f"{label:>14}" for label in labels))
     for k in keys:
-        click.echo(f"{k:<20}" + "".join(f"{r.summary[k]!s:>14}" for r in results))
+        digits = 2 if k == "path_length" else 3
+        click.echo(f"{k:<20}" + "".join(f"{fmt(r.summary[k], digits):>14}" for r in results))
     click.echo(f"report: {report}")

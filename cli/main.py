@@ -407,8 +407,16 @@ def _sim_config(**o):
         raise click.UsageError("--kill-fraction and --kill-at go together")
     if (o["join_count"] is None) != (o["join_at"] is None):
         raise click.UsageError("--join and --join-at go together")
+    lo, sep, hi = o["latency"].partition(":")
     try:
-        lat_min, lat_max = (float(x) for x in o["latency"].split(":"))
+        if not sep:
+            raise ValueError("expected MIN:MAX in gossip periods, e.g. 0.01:0.1 (or 0.05:0.05)")
+        try:
+            lat_min, lat_max = float(lo), float(hi)
+        except ValueError:
+            raise ValueError(
+                "MIN and MAX must be numbers of gossip periods, e.g. 0.01:0.1"
+            ) from None
         network = NetworkModel(latency_min=lat_min, latency_max=lat_max, loss=o["loss"])
     except ValueError as err:
         raise click.BadParameter(f"{o['latency']!r}: {err}", param_hint="--latency") from None

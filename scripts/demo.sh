@@ -26,10 +26,11 @@ out = Path(sys.argv[1])
 runs = {s: json.loads((out / f"{s}.json").read_text()) for s in ("vinifera", "baseline")}
 keys = ["hit_ratio", "false_positives", "duplicates", "traffic_overhead", "path_length",
         "load_max", "load_p95", "expected_pairs", "ring_correct_fraction", "wall_seconds"]
+print("The simulator's own measurements (its summary.json, from the records it wrote):")
 print(f"{'metric':<22}{'vinifera':>12}{'baseline':>12}")
 for k in keys:
     print(f"{k:<22}{runs['vinifera'][k]!s:>12}{runs['baseline'][k]!s:>12}")
 print(f"\nlogs, manifests and summaries: {out}/vinifera and {out}/baseline")
 PY
-echo "analyzing both logs with Spark ..." >&2
+echo "analyzing both logs with Spark (the same metrics, recomputed from the log files) ..." >&2
 .venv/bin/vinifera analyze "$OUT/vinifera" "$OUT/baseline" --out "$OUT/analysis"

@@ -82,7 +82,8 @@ def test_swarm_metrics_count_a_delivery_stamped_before_its_publish(tmp_path):
     # A node started after the wall clock was stepped stamps its records
     # 60 ms ahead of the others: its publish sorts after the delivery it caused.
     schema = {"attributes": {"a0": {"type": "float", "min": 0.0, "max": 1000.0}}}
-    (tmp_path / "manifest.json").write_text(json.dumps({"schema": schema, "period": 0.25}))
+    manifest = {"kind": "swarm", "schema": schema, "period": 0.25}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     sub = [["a0", 0.0, 1000.0]]
     logs = {
         "node-0.jsonl": [{"t": 100.0, "ev": "join", "sub": sub},
@@ -171,3 +172,18 @@ def test_fifty_process_nodes_replay_a_skype_window_for_five_minutes(tmp_path):
     met = summary["metrics"]
     assert met["false_positives"] == 0 and met["duplicates"] == 0
     assert met["hit_ratio"] >= 0.9, met
+
+
+def test_control_sockets_live_in_the_log_folder_or_a_temp_folder_that_goes(tmp_path):
+    from vinifera.cli.swarm import _remove_sockets, _socket_dir
+
+    short, temporary = _socket_dir(tmp_path, 10, "process")
+    assert short == tmp_path / "control" and not temporary
+    deep = tmp_path / ("x" * 100)
+    deep.mkdir()
+    far, temporary = _socket_dir(deep, 10, "process")
+    assert temporary and len(str(far / "n10.sock")) < 100
+    (far / "n0.sock").write_text("")  # a killed node leaves its socket behind
+    for folder, temp in ((short, False), (far, True)):
+        _remove_sockets(folder, temp)
+        assert not folder.exists()

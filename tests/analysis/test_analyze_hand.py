@@ -29,6 +29,8 @@ y (1) for E3; w (1) for E6 = 7, 10 hops. Event messages of counted events:
 18, of which 8 to uninterested nodes and 1 dropped. Load: r forwarded 4 of
 the 5 events, d 2; 9 nodes alive in the window (z is not), 7 with load 0.
 A file of malformed lines rides along: counted, reported, skipped.
+Every node still alive at the end leaves at 45 (a daemon logs its leave;
+a log that stops without one is an inferred crash: test_analyze_swarm.py).
 """
 
 from __future__ import annotations
@@ -89,6 +91,7 @@ NODES = {
         publish(37.0, "E6"),
         publish(41.0, "E4"),
         deliver(41.0, "p", "E4", 0),
+        rec(45.0, "p", "leave"),
     ],
     "a": [
         join(0.0, "a", 0, 600),
@@ -100,6 +103,7 @@ NODES = {
         deliver(24.0, "a", "E2", 4),
         drop(35.5, "a", "E5", False),
         deliver(41.5, "a", "E4", 1),
+        rec(45.0, "a", "leave"),
     ],
     "b": [
         join(0.0, "b", 0, 1000),
@@ -111,6 +115,7 @@ NODES = {
         join(23.0, "c", 0, 600),
         recv(24.0, "c", "E2", True, 0),
         deliver(24.0, "c", "E2", 2),
+        rec(45.0, "c", "leave"),
     ],
     "d": [
         join(0.0, "d", 400, 600),
@@ -122,6 +127,7 @@ NODES = {
         recv(32.9, "d", "E3", True, 1),
         deliver(33.0, "d", "E3", 2),
         recv(35.4, "d", "E5", False, 0),
+        rec(45.0, "d", "leave"),
     ],
     "r": [
         join(0.0, "r", 40, 60),
@@ -133,6 +139,7 @@ NODES = {
         recv(32.2, "r", "E3", False, 1),
         recv(35.2, "r", "E5", False, 1),
         recv(41.2, "r", "E4", False, 5),
+        rec(45.0, "r", "leave"),
     ],
     "x": [
         join(0.0, "x", 0, 1000),
@@ -146,6 +153,7 @@ NODES = {
         join(30.0, "y", 900, 1000),
         recv(32.4, "y", "E3", True, 0),
         deliver(32.5, "y", "E3", 1),
+        rec(45.0, "y", "leave"),
     ],
     "z": [join(0.0, "z", 0, 1000), rec(5.0, "z", "leave")],
     "w": [
@@ -172,6 +180,9 @@ BAD = [
 ]
 
 
+Q2_END = rec(45.0, "q2", "leave")
+
+
 def build(folder: Path, write_log) -> None:
     for name, records in NODES.items():
         if name == "z":
@@ -180,7 +191,8 @@ def build(folder: Path, write_log) -> None:
             write_log(folder / f"{name}.jsonl.gz" if name in "ax" else folder / f"{name}.jsonl",
                       records, gz=name in "ax")  # fmt: skip
     write_log(
-        folder / "bad.jsonl", [line for _, line in BAD[:5]] + [""] + [line for _, line in BAD[5:]]
+        folder / "bad.jsonl",
+        [line for _, line in BAD[:5]] + [""] + [line for _, line in BAD[5:]] + [json.dumps(Q2_END)],
     )
     (folder / "notes.txt").write_text("not a log\n")  # ignored: not *.jsonl
     # A node killed while writing: a truncated gzip file, read up to the damage.
@@ -237,7 +249,7 @@ def test_reference_ledger_agrees(analyzed):
 
     _, _, result = analyzed
     ledger = Ledger(Schema.from_toml(SCHEMA_TOML), 10.0, 40.0, 5.0)
-    records = [r for rs in NODES.values() for r in rs] + [rec(1.0, "q2", "join", sub=None)]
+    records = [r for rs in NODES.values() for r in rs] + [rec(1.0, "q2", "join", sub=None), Q2_END]
     for r in sorted(records, key=lambda r: r["t"]):
         ledger.feed(r)
     expected = ledger.summary()
@@ -278,7 +290,7 @@ def test_reads_plain_gzip_and_nested_files_only(analyzed):
     names = sorted(Path(f["file"]).name for f in result.inputs["files"])
     assert names == sorted(["bad.jsonl", "a.jsonl.gz", "x.jsonl.gz", "z.jsonl", "killed.jsonl.gz"]
                            + [f"{n}.jsonl" for n in "bcdprwy"])  # fmt: skip
-    lines = sum(len(r) for r in NODES.values()) + len(BAD)
+    lines = sum(len(r) for r in NODES.values()) + len(BAD) + 1  # and q2's leave
     ghosts = result.inputs["records"] - lines  # the blank line is not a record
     assert 0 < ghosts < GHOSTS  # part of the truncated file
 

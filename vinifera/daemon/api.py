@@ -1,12 +1,16 @@
 """The Python API for applications that embed a node.
 
-    async with vinifera.Node(schema="schema.toml", bootstrap=["10.0.0.1:7000"],
-                             subscription="temp in [0, 5]") as node:
-        await node.publish(temp=3.5, city="Oslo")
-        async for delivery in node.deliveries():
-            print(delivery.values, delivery.hops)
+    async def main():
+        async with vinifera.Node(schema="schema.toml", bootstrap=["10.0.0.1:7000"],
+                                 subscription="temp in [0, 5]") as node:
+            await node.publish(temp=3.5, city="Oslo")
+            async for delivery in node.deliveries():
+                print(delivery.values, delivery.hops)
 
-Leaving the block leaves the overlay gracefully.
+    trio.run(main)
+
+Leaving the block leaves the overlay gracefully. The node runs on trio; an
+asyncio caller gets a RuntimeError that says so.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 
+import sniffio
 import trio
 
 from vinifera.daemon.runner import Delivery, NodeRunner
@@ -22,6 +27,22 @@ from vinifera.daemon.settings import NodeSettings
 from vinifera.expr import parse_subscription
 from vinifera.schema import Schema
 from vinifera.subscription import Subscription
+
+
+def _require_trio() -> None:
+    """The node's tasks run on trio: under asyncio (or anything else) say
+    so plainly instead of failing deep inside trio."""
+    try:
+        library = sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        library = None
+    if library != "trio":
+        raise RuntimeError(
+            f"vinifera.Node runs on trio, but this code runs under {library or 'no event loop'}: "
+            "start it with trio.run(main) (pip install trio); from an asyncio program, run the "
+            "node in a thread with trio.run, or run `vinifera-node run` and talk to its "
+            "control socket"
+        )
 
 
 class Node:
@@ -53,6 +74,7 @@ class Node:
         self.deliveries_dropped = 0
 
     async def __aenter__(self) -> Node:
+        _require_trio()
         if self._stack is not None:
             raise RuntimeError("this Node is already running")
         self._runner.add_listener(self._on_delivery)
@@ -94,6 +116,7 @@ class Node:
     async def publish(self, values: Mapping | None = None, **kw) -> int:
         """Publish an event: a mapping or keyword arguments attribute=value.
         Returns its event id."""
+        _require_trio()
         return await self._runner.publish({**(values or {}), **kw})
 
     async def subscribe(self, subscription: str | Subscription | None) -> Subscription | None:

@@ -1,4 +1,5 @@
-"""The metrics of ../shared/EXPERIMENTS.md computed from log records.
+"""The metrics computed from log records: the reference implementation of
+docs/metrics.md (which defines each one in full).
 
 The simulator feeds every record it writes into a Ledger, so its summary is
 computed from exactly what the logs say (the PySpark analysis computes the

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -32,17 +33,37 @@ def _run(args: list[str], check: bool = True) -> subprocess.CompletedProcess:
     return out
 
 
+def free_port(host: str = "127.1.0.1") -> int:
+    """A port free for UDP and TCP on host now (the kernel's pick)."""
+    for _ in range(20):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+            udp.bind((host, 0))
+            port = udp.getsockname()[1]
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp:
+                try:
+                    tcp.bind((host, port))
+                except OSError:
+                    continue
+            return port
+    raise BackendError(f"no free port on {host}")
+
+
 class ProcessBackend:
-    """Each node a process on its own loopback address 127.1.x.y."""
+    """Each node a process on its own loopback address 127.1.x.y, all on one
+    port picked free when the swarm starts: two swarms on one machine (two
+    users, or two test runs) do not collide."""
 
     name = "process"
 
-    def __init__(self, sockets: Path) -> None:
+    def __init__(self, sockets: Path, port: int | None = None) -> None:
         self.sockets = sockets
+        self.port = port
         self.procs: dict[int, subprocess.Popen] = {}
 
     def address(self, slot: int) -> str:
-        return f"127.1.{slot // 250}.{slot % 250 + 1}:{NODE_PORT}"
+        if self.port is None:
+            self.port = free_port()
+        return f"127.1.{slot // 250}.{slot % 250 + 1}:{self.port}"
 
     def control(self, slot: int) -> str:
         return str(self.sockets / f"n{slot}.sock")
@@ -63,6 +84,19 @@ class ProcessBackend:
     def running(self, slot: int) -> bool:
         p = self.procs.get(slot)
         return p is not None and p.poll() is None
+
+    def pid(self, slot: int) -> int | None:
+        p = self.procs.get(slot)
+        return None if p is None else p.pid
+
+    def exit_code(self, slot: int) -> int | None:
+        """The exit status of a node that ended (negative: killed by that signal)."""
+        p = self.procs.get(slot)
+        return None if p is None else p.poll()
+
+    def forget(self, slot: int) -> None:
+        """A node that ended by itself: nothing left to stop."""
+        self.procs.pop(slot, None)
 
     def stop(self, slot: int, kill: bool = False, timeout: float = 10.0) -> None:
         self.stop_many([slot], kill, timeout)
@@ -101,9 +135,13 @@ class NetnsBackend(ProcessBackend):
         self.made: list[int] = []
         if os.geteuid() != 0:
             raise BackendError("the netns backend needs root (network namespaces, veth, bridge)")
-        for tool in ("ip",) + (("iptables",) if loss else ()):
-            if shutil.which(tool) is None:
-                raise BackendError(f"the netns backend needs `{tool}`")
+        if shutil.which("ip") is None:
+            raise BackendError("the netns backend needs `ip`: apt-get install iproute2")
+        if loss and shutil.which("iptables") is None:
+            raise BackendError(
+                "--loss drops datagrams with iptables' statistic match, and `iptables` is not "
+                "installed: apt-get install iptables (Debian/Ubuntu), then run again"
+            )
 
     def ns(self, slot: int) -> str:
         return f"vnf{self.tag}n{slot}"
@@ -189,6 +227,10 @@ class ContainerBackend(ProcessBackend):
                   "vinifera-node", *inner]  # fmt: skip
         with open(out, "a") as o, open(err, "a") as e:
             self.procs[slot] = subprocess.Popen(docker, stdout=o, stderr=e, start_new_session=True)
+
+    def forget(self, slot: int) -> None:
+        self.names.pop(slot, None)
+        super().forget(slot)
 
     def stop_many(self, slots: list[int], kill: bool = False, timeout: float = 10.0) -> None:
         names = [n for n in (self.names.pop(s, None) for s in slots) if n]

@@ -1,24 +1,55 @@
 """Run a swarm plan on a backend: start the nodes, wait until they have
-formed the overlay, publish the workload's events, replay churn, and stop
-everything cleanly at the end or on Ctrl-C. Every node's log, stdout and
-stderr plus a manifest stay in the log folder."""
+formed the overlay, publish the workload's events, replay churn, notice
+nodes that die under it, and stop everything cleanly at the end, on Ctrl-C
+or on `vinifera swarm down`. Every node's log, stdout and stderr plus the
+manifest stay in the log folder; the manifest is kept current while the
+swarm runs (state, node table with PIDs and control sockets) so that
+`vinifera swarm status` and `down` can find the nodes."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import random
 import sys
 import time
 from pathlib import Path
 
 from vinifera.daemon.control import ControlError, request
-from vinifera.jsonlines import JsonLinesWriter
 from vinifera.protocol.records import record
 from vinifera.sim.workload import Workload
 from vinifera.swarm.plan import SwarmPlan
+from vinifera.swarm.window import DEADLINE_PERIODS
 
 MANIFEST = "manifest.json"
+# Unix socket paths are at most 107 bytes; leave room for "/n12345.sock".
+MAX_SOCKET_DIR = 90
+
+
+def read_manifest(log_dir: Path) -> dict:
+    return json.loads((log_dir / MANIFEST).read_text(encoding="utf-8"))
+
+
+def write_json_atomically(path: Path, obj: dict) -> None:
+    """Readers (status, down, analyze) never see a half-written file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(obj, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def append_crash(log: Path, node: str, t: float) -> None:
+    """A killed node cannot log its end: the runner does (docs/logs.md). A
+    node killed while writing may have left half a line: end it first, so
+    the crash record is a line of its own."""
+    with open(log, "a+b") as fh:
+        fh.seek(0, os.SEEK_END)
+        torn = False
+        if fh.tell():
+            fh.seek(-1, os.SEEK_END)
+            torn = fh.read(1) != b"\n"
+        line = json.dumps(record(t, node, "crash"), separators=(",", ":"))
+        fh.write((b"\n" if torn else b"") + line.encode() + b"\n")
 
 
 class SwarmRunner:
@@ -44,10 +75,12 @@ class SwarmRunner:
         self.workload = Workload(plan.workload, plan.schema, random.Random(plan.seed + 1))
         self.up: set[int] = set()
         self.lives: dict[int, int] = {}
+        self.deaths: list[dict] = []  # nodes that died under the runner
         self.published = 0
         self.publish_errors = 0
         self.t0 = 0.0
         self.info = info or {}  # recorded in the manifest (trace, options)
+        self.manifest: dict = {}
 
     # ----------------------------------------------------------------- nodes
 
@@ -57,13 +90,16 @@ class SwarmRunner:
         args = ["run", "--listen", b.address(slot), "--schema", str(self.schema_path),
                 "--control", b.control(slot), "--period", str(self.period),
                 "--seed", str(self._node_seed(slot)),
-                "--log-file", str(self.log_dir / f"node-{slot}.jsonl")]  # fmt: skip
+                "--log-file", str(self._log(slot))]  # fmt: skip
         for addr in self.rng.sample(live, min(3, len(live))):
             args += ["--bootstrap", addr]
         sub = self.plan.slots[slot].subscription
         if sub is not None:
             args += ["--subscribe", sub]
         return args
+
+    def _log(self, slot: int) -> Path:
+        return self.log_dir / f"node-{slot}.jsonl"
 
     def _node_seed(self, slot: int) -> int:
         """A new seed for every life of a slot: a restarted node drawing the
@@ -79,14 +115,35 @@ class SwarmRunner:
             self.log_dir / f"node-{slot}.err",
         )
         self.up.add(slot)
+        self._node_entry(slot).update(up=True, pid=self.backend.pid(slot), lives=self.lives[slot])
+        self._save()
 
     def stop_node(self, slot: int, crash: bool) -> None:
         self.up.discard(slot)
         self.backend.stop(slot, kill=crash)
-        if crash:  # a killed node cannot log its end: the runner does (docs/logs.md)
-            node = self.backend.address(slot)
-            with JsonLinesWriter(self.log_dir / f"node-{slot}.jsonl", append=True) as w:
-                w.write(record(time.time(), node, "crash"))
+        if crash:
+            append_crash(self._log(slot), self.backend.address(slot), time.time())
+        self._node_entry(slot).update(up=False)
+        self._save()
+
+    def reap(self) -> list[int]:
+        """Nodes that died under the runner (killed from outside, crashed):
+        log their crash, stop publishing from them. Returns their slots."""
+        dead = [s for s in sorted(self.up) if not self.backend.running(s)]
+        for slot in dead:
+            now = time.time()
+            code = self.backend.exit_code(slot)
+            self.up.discard(slot)
+            self.backend.forget(slot)
+            append_crash(self._log(slot), self.backend.address(slot), now)
+            entry = self._node_entry(slot)
+            entry.update(up=False)
+            self.deaths.append({"slot": slot, "pid": entry.get("pid"), "exit": code, "t": now})
+            self.say(f"node {slot} ({self.backend.address(slot)}, pid {entry.get('pid')}) died "
+                     f"(exit {code}); logged its crash")  # fmt: skip
+        if dead:
+            self._save()
+        return dead
 
     def status(self, slot: int) -> dict | None:
         try:
@@ -94,12 +151,16 @@ class SwarmRunner:
         except ControlError:
             return None
 
-    def wait_ready(self, slots: list[int], timeout: float) -> bool:
-        """Until every given node answers and the ring over them is right."""
+    def wait_ready(self, timeout: float) -> bool:
+        """Until every live node answers and the ring over them is right."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            st = [self.status(s) for s in slots]
-            if all(st):
+            self.reap()
+            if not self.up:
+                self.say(f"every node died: see the node-N.err files in {self.log_dir}")
+                return False
+            st = [self.status(s) for s in sorted(self.up)]
+            if st and all(st):
                 ring = sorted(st, key=lambda s: s["id"])
                 n = len(ring)
                 if all(s["installed"] for s in ring) and all(
@@ -117,26 +178,45 @@ class SwarmRunner:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.schema_path = self.log_dir / "schema.toml"
         self.schema_path.write_text(self.plan.schema.to_toml())
-        started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        self._begin_manifest(duration)
         interrupted = False
         settled = None
         try:
             self.say(f"setting up {len(self.plan.slots)} slots on {self.backend.name}")
             self.backend.prepare(len(self.plan.slots))
+            self.manifest["origin"] = time.time()
             for slot in self.plan.initially_up:
                 self.start_node(slot)
-            self.say(f"started {len(self.up)} nodes; waiting for the overlay to form")
-            settled = self.wait_ready(sorted(self.up), self.settle_timeout)
+            self.say(f"started {len(self.up)} nodes; waiting for the overlay to form "
+                     f"(`vinifera swarm status {self.log_dir}` shows them)")  # fmt: skip
+            settled = self.wait_ready(self.settle_timeout)
             self.say("overlay formed" if settled else "overlay not settled; running anyway")
-            self._loop(duration, cut)
+            self.manifest.update(settled=settled, state="running", measure_from=time.time())
+            self._save()
+            if self.up or self.plan.changes:
+                self._loop(duration, cut)
         except KeyboardInterrupt:
             interrupted = True
             self.say("interrupted: stopping every node")
         finally:
+            if self.manifest.get("measure_from") is not None:
+                self.manifest["measure_until"] = time.time()
+            self.manifest["state"] = "stopping"
+            self._save()
+            self.reap()
             self.backend.stop_many(sorted(self.up))
+            for slot in self.up:
+                self._node_entry(slot)["up"] = False
             self.up.clear()
             self.backend.teardown()
-            self._write_manifest(started, duration, settled, interrupted)
+            self.manifest.update(
+                state="ended",
+                ended=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                interrupted=interrupted,
+                events_published=self.published,
+                deaths=self.deaths,
+            )
+            self._save()
         return self.summary(interrupted)
 
     def _loop(self, duration: float, cut: tuple[int, float] | None) -> None:
@@ -144,11 +224,12 @@ class SwarmRunner:
         self.t0 = time.monotonic()
         next_event = 0.0
         gap = 1.0 / self.events_per_second if self.events_per_second > 0 else None
-        last_report = 0.0
+        last_report = last_saved = 0.0
         while True:
             t = time.monotonic() - self.t0
             if t >= duration:
                 return
+            self.reap()
             while changes and changes[0].at <= t:
                 ch = changes.pop(0)
                 if ch.kind == "up" and ch.slot not in self.up:
@@ -162,6 +243,9 @@ class SwarmRunner:
             if gap is not None and t >= next_event and self.up:
                 self._publish()
                 next_event += gap
+            if t - last_saved >= 1:  # `swarm status` shows the count
+                last_saved = t
+                self._save()
             if t - last_report >= 10:
                 last_report = t
                 self.say(f"{t:5.0f}/{duration:.0f} s: {len(self.up)} nodes up, "
@@ -185,29 +269,57 @@ class SwarmRunner:
             "backend": self.backend.name,
             "events_published": self.published,
             "publish_errors": self.publish_errors,
+            "deaths": len(self.deaths),
             "interrupted": interrupted,
             "log_dir": str(self.log_dir),
         }
 
-    def _write_manifest(self, started: str, duration: float, settled, interrupted: bool) -> None:
-        manifest = {
+    def _node_entry(self, slot: int) -> dict:
+        return self.manifest["slots"][str(slot)]
+
+    def _begin_manifest(self, duration: float) -> None:
+        b = self.backend
+        self.manifest = {
             "kind": "swarm",
-            "started": started,
-            "ended": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "state": "starting",
+            "runner_pid": os.getpid(),
+            "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "ended": None,
             "duration_seconds": duration,
-            "settled": settled,
-            "interrupted": interrupted,
-            "backend": self.backend.name,
+            "settled": None,
+            "interrupted": False,
+            "backend": b.name,
             "nodes": len(self.plan.slots),
+            # slot -> where its node is and whether it is up (swarm status/down read this)
+            "slots": {
+                str(s.index): {
+                    "address": b.address(s.index),
+                    "control": b.control(s.index),
+                    "log": str(self._log(s.index)),
+                    "pid": None,
+                    "up": False,
+                    "lives": 0,
+                }  # fmt: skip
+                for s in self.plan.slots
+            },
             "seed": self.plan.seed,
             "workload": self.plan.workload,
             "period": self.period,
+            "deadline_periods": DEADLINE_PERIODS,
+            # the measurement window (vinifera/swarm/window.py), Unix seconds
+            "origin": None,
+            "measure_from": None,
+            "measure_until": None,
             "events_per_second": self.events_per_second,
-            "events_published": self.published,
+            "events_published": 0,
             "churn_changes": len(self.plan.changes),
             "schema": self.plan.schema.to_dict(),
-            "addresses": {s.index: self.backend.address(s.index) for s in self.plan.slots},
+            "addresses": {s.index: b.address(s.index) for s in self.plan.slots},
             "command": sys.argv,
             **self.info,
         }
-        (self.log_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        self._save()
+
+    def _save(self) -> None:
+        self.manifest["events_published"] = self.published
+        write_json_atomically(self.log_dir / MANIFEST, self.manifest)

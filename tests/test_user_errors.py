@@ -1,0 +1,76 @@
+"""Mistakes a user makes get answers in the user's words: exit 2, no
+traceback, and what to do instead."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from click.testing import CliRunner
+
+import vinifera
+from vinifera.cli.main import main
+from vinifera.schema import Schema
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+@pytest.mark.parametrize(
+    "latency, message",
+    [("5", "expected MIN:MAX"), ("a:b", "must be numbers"), ("0.5:0.1", "latency_min")],
+)
+def test_a_bad_latency_says_what_it_expects(latency, message):
+    res = run("sim", "run", "--nodes", "5", "--rounds", "2", "--latency", latency)
+    assert res.exit_code == 2 and message in res.output
+    assert "unpack" not in res.output and not isinstance(res.exception, ValueError)
+
+
+@pytest.mark.parametrize("name, text", [("t.avt", ""), ("t.evt", "# only a comment\n")])
+def test_an_empty_trace_is_an_error(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    swarm = ("swarm", "up", "--trace", str(path), "--log-dir", str(tmp_path / "l"))
+    for args in (("trace", "stats", str(path)), ("sim", "run", "--trace", str(path)), swarm):
+        res = run(*args)
+        assert res.exit_code == 2 and "empty trace" in res.output, (args, res.output)
+
+
+def test_an_asyncio_caller_is_told_the_node_runs_on_trio():
+    async def main_():
+        async with vinifera.Node(Schema.numeric(1, 0, 1000), subscription="a0 in [0, 10]"):
+            pass
+
+    with pytest.raises(RuntimeError, match="runs on trio.*trio.run"):
+        asyncio.run(main_())
+
+
+def test_swarm_status_and_down_need_a_swarm_folder(tmp_path):
+    for cmd in ("status", "down"):
+        res = run("swarm", cmd, str(tmp_path))
+        assert res.exit_code == 2 and "not a swarm's log folder" in res.output
+
+
+def test_swarm_status_and_down_of_an_ended_swarm(tmp_path):
+    manifest = {"kind": "swarm", "state": "ended", "ended": "2026-01-01T00:00:00+00:00",
+                "runner_pid": 1, "events_published": 7,
+                "slots": {"0": {"address": "127.1.0.1:7000", "control": str(tmp_path / "n0.sock"),
+                                "pid": None, "up": False}}}  # fmt: skip
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    res = run("swarm", "status", str(tmp_path))
+    assert res.exit_code == 0 and "ended 2026-01-01" in res.output and "0 of 1 slots" in res.output
+    res = run("swarm", "down", str(tmp_path))
+    assert res.exit_code == 0 and "not running" in res.output
+
+
+def test_every_option_of_the_swarm_and_analyze_commands_has_help():
+    from vinifera.cli.analyze import analyze
+    from vinifera.cli.swarm import swarm
+
+    commands = [analyze, *swarm.commands.values()]
+    for cmd in commands:
+        for p in cmd.params:
+            if p.param_type_name == "option" and p.name != "help":
+                assert p.help, f"{cmd.name} --{p.name} has no help"
