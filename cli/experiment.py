@@ -194,7 +194,11 @@ def _opt(*names, **kw):
 
 @experiment.command("run")
 @click.argument("figure_name", metavar="FIGURE")
-@_opt("--seeds", help="Seeds per point: a count (3 = seeds 1, 2, 3) or a list (4,9).  [default: 3]")
+@_opt(
+    "--seeds",
+    metavar="N|LIST",
+    help="Seeds per point: a count (3 = seeds 1, 2, 3) or a list (4,9).  [default: 3]",
+)
 @_opt(
     "--profile",
     type=click.Choice(["both", "ours", "paper"]),
@@ -202,11 +206,16 @@ def _opt(*names, **kw):
     help="Vinifera's configuration: ours, the paper's (uniform identifiers, K_sw = 0, "
     "K_f = ceil(log2 N) - 2), or both side by side.",
 )
-@_opt("--nodes", help="N (a list sweeps it): shorthand for --set nodes=...")
-@_opt("--rounds", help="Rounds per simulation: shorthand for --set rounds=...")
-@_opt("--end", help="fig5: replay the trace up to this hour (default: the whole month).")
+@_opt("--nodes", metavar="N[,N...]", help="N (a list sweeps it): shorthand for --set nodes=...")
+@_opt("--rounds", metavar="R[,R...]", help="Rounds per simulation: shorthand for --set rounds=...")
+@_opt(
+    "--end",
+    metavar="HOURS",
+    help="fig5: replay the trace up to this hour (default: the whole month).",
+)
 @_opt(
     "--trace",
+    metavar="PATH",
     help="fig5: the Skype superpeer trace.  [default: ../shared/traces/skype-superpeers.avt]",
 )
 @_opt(
@@ -223,7 +232,11 @@ def _opt(*names, **kw):
     type=click.IntRange(min=1),
     help="Simulations at a time.  [default: the core count; with --master: the cluster's cores]",
 )
-@_opt("--master", help="Run each simulation as a Spark task: spark://host:7077, local[4], yarn...")
+@_opt(
+    "--master",
+    metavar="URL",
+    help="Run each simulation as a Spark task: spark://host:7077, local[4], yarn...",
+)
 @_opt(
     "--spark-timeout",
     default=120.0,

@@ -40,6 +40,8 @@ class Figure:
     metrics: tuple[str, ...] = ()
     kind: str = "lines"
     log_x: bool = False
+    # How to read it (printed in its section of docs/evaluation.md).
+    notes: str = ""
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -69,6 +71,9 @@ FIGURES: dict[str, Figure] = {
             ),
             x="friends",
             metrics=("traffic_overhead", "path_length"),
+            notes="The baseline has no friend links (2 ring + 8 small-world links): it is one "
+            "value per workload, drawn as a line with its min-max band. Both Vinifera lines "
+            "use K_f and K_sw = 8 - K_f; they differ in the identifiers only.",
         ),
         Figure(
             "fig4a",
@@ -112,6 +117,9 @@ FIGURES: dict[str, Figure] = {
             x="load",
             metrics=("load_cdf",),
             kind="cdf",
+            notes="Load of a node = events it forwarded to at least one node / events "
+            "published in the measurement window, over the nodes alive in it; each curve is "
+            "the mean CDF over seeds with its min-max band.",
         ),
         Figure(
             "fig4f",
@@ -127,6 +135,8 @@ FIGURES: dict[str, Figure] = {
             ),
             x="rate",
             metrics=("hit_ratio",),
+            notes="X = `capacity` event messages a node handles per round (the rest are "
+            "dropped); rate r publishes r * X events per round.",
         ),
         Figure(
             "fig5",
@@ -146,6 +156,13 @@ FIGURES: dict[str, Figure] = {
             x="hours",
             metrics=("hit_ratio", "traffic_overhead", "path_length"),
             kind="series",
+            notes="One node per trace node, joining and crashing when the trace says "
+            "(glitches kept unless glitches=filter); one round = `round_seconds` of the trace. "
+            "The series covers the whole replay in windows of `window_hours`, each counting "
+            "the events published in it; the overall numbers in the tables count from the end "
+            "of the start-up flash crowd, rounded up to the hour (Skype: 4 h). The paper's "
+            "K_f = ceil(log2 N) - 2 takes N = the time-averaged online population (Skype: "
+            "about 690, so K_f = 8).",
         ),
     )
 }

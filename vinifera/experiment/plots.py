@@ -6,12 +6,14 @@ of our own baseline). Headless: the Agg backend."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")  # no display on servers and CI; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import NullFormatter  # noqa: E402
 
 from vinifera.experiment import table  # noqa: E402
 from vinifera.experiment.claims import CLAIMS, Claim  # noqa: E402
@@ -57,12 +59,18 @@ def draw(fig: Figure, rows: list[dict], path: Path, subtitle: str) -> Path:
                 _cdf(ax, fig, mine, ours)
             else:
                 _series(ax, fig, mine, metric, ours, first_row=row_i == 0)
+            for claim in ours:
+                if claim.value is None:  # the paper's words only: in the legend
+                    ax.plot([], [], " ", label=f"paper: {claim.system} {claim.text}")
+            if metric == "hit_ratio":
+                ax.set_ylim(-0.02, 1.05)
             ax.set_title(f"{workload} subscriptions", fontsize="medium")
             ax.set_ylabel(LABELS.get(metric, metric))
             ax.set_xlabel(LABELS.get(fig.x, fig.x))
             ax.grid(alpha=0.3)
             ax.legend(fontsize="x-small", loc="best")
-    canvas.suptitle(f"{fig.name}: {fig.title}\n{subtitle}", fontsize="medium")
+    wrapped = textwrap.fill(subtitle, width=int(12 * 5.2 * len(workloads)))
+    canvas.suptitle(f"{fig.name}: {fig.title}\n{wrapped}", fontsize="medium")
     canvas.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     canvas.savefig(path, dpi=110)
@@ -111,6 +119,7 @@ def _lines(ax, fig: Figure, rows: list[dict], metric: str, claims: list[Claim]) 
             baseline = dict(zip(xs, means, strict=True))
     if fig.log_x:
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())
     if xs_all:
         ax.set_xticks(xs_all, [f"{x:g}" for x in xs_all])
     for claim in claims:
@@ -131,7 +140,7 @@ def _mark(ax, claim: Claim, xs: list, baseline: dict) -> None:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], **style)
         return
     if claim.x is None:
-        ax.axhline(claim.value, color=PAPER, linestyle="--", linewidth=1, label=label)
+        ax.axhline(claim.value, color=PAPER, linestyle=_dash(claim), linewidth=1, label=label)
         return
     ax.plot(
         [claim.x],
@@ -140,6 +149,26 @@ def _mark(ax, claim: Claim, xs: list, baseline: dict) -> None:
         marker=MARKERS[claim.relation],
         markersize=11,
         color=PAPER,
+        label=label,
+    )
+
+
+def _dash(claim: Claim) -> str:
+    return "-." if claim.system == "baseline" else "--"
+
+
+def _point(ax, claim: Claim, label: str) -> None:
+    """A claim at one x: filled for Vinifera, hollow for the baseline (whose
+    lines are dash-dotted)."""
+    face = "white" if claim.system == "baseline" else PAPER
+    ax.plot(
+        [claim.x],
+        [claim.value],
+        linestyle="none",
+        marker=MARKERS[claim.relation],
+        markersize=11,
+        color=PAPER,
+        markerfacecolor=face,
         label=label,
     )
 
@@ -173,7 +202,7 @@ def _cdf(ax, fig: Figure, rows: list[dict], claims: list[Claim]) -> None:
     for claim in claims:
         label = f"paper: {claim.system} {claim.text}"
         if claim.metric == "load_max":
-            ax.axvline(claim.value, color=PAPER, linestyle="--", linewidth=1, label=label)
+            ax.axvline(claim.value, color=PAPER, linestyle=_dash(claim), linewidth=1, label=label)
         else:
             ax.plot(
                 [claim.x],
@@ -230,8 +259,6 @@ def _series(ax, fig: Figure, rows: list[dict], metric: str, claims, first_row: b
                 linestyle=":",
                 label=f"paper: vinifera {claim.text}",
             )
-    if metric == "hit_ratio":
-        ax.set_ylim(-0.02, 1.05)
 
 
 def _nan(v):

@@ -32,6 +32,33 @@ one rendezvous per attribute. The paper's values are those of
 Results are keyed by their configuration and the commit of the simulated
 code, and kept in the run's `results.jsonl`: a section whose grid was
 already run is redrawn without simulating anything.
+
+## Running
+
+    vinifera experiment list                      # the figures and their grids
+    vinifera experiment run fig3                  # local worker processes (--jobs, default: cores)
+    vinifera experiment run fig4a --master spark://head:7077   # each simulation a Spark task
+    vinifera experiment run fig5 --end 200        # the first 200 h of the trace
+
+- Every finished simulation is appended to `runs/experiments/results.jsonl`
+  (`--out`) at once, keyed by the hash of its full configuration and the
+  commit of the simulated code (the last commit that changed `vinifera/` or
+  `churn_traces/`, with a `-dirty` suffix when those differ from it).
+  Ctrl-C loses only the simulations still running; the same command resumes
+  and never recomputes a stored one. Figures that share simulations (4a and
+  4b, 4c and 4d, 4e) share their results.
+- `--seeds N` (default 3), `--profile ours|paper|both` (default both),
+  `--nodes`, `--rounds`, `--end`, `--trace`, and `--set KEY=V1,V2,...` for
+  any parameter `list` shows, shrink or change a grid. A changed grid writes
+  its section to `OUT/evaluation.md` (unless `--doc` says otherwise), so this
+  file only ever holds the declared grids.
+- `--master URL`: the executors need the same vinifera installed (the run
+  stops if a worker's sources differ), Python at `PYSPARK_PYTHON` (default:
+  this command's), the trace at the same path, and `--log-dir` on a shared
+  file system. Same grid and seeds, same rows as the local runner.
+- Each run writes `OUT/FIGURE/FIGURE.{csv,parquet}` (mean, sd, min, max per
+  point), `FIGURE-runs.*` (every simulation), `FIGURE-cdf.*` (4e) or
+  `FIGURE-series.*` (5), and `FIGURE.png`.
 """
 
 NUMBER_COLUMNS = (
@@ -68,12 +95,16 @@ def end(name: str) -> str:
     return f"<!-- END {name} -->"
 
 
+def _intro(fig: Figure) -> list[str]:
+    lines = [f"## {fig.name}: {fig.title}", "", f"The paper: {fig.shows}.", ""]
+    if fig.notes:
+        lines += [fig.notes, ""]
+    return lines
+
+
 def placeholder(fig: Figure) -> str:
     lines = [
-        f"## {fig.name}: {fig.title}",
-        "",
-        f"The paper: {fig.shows}.",
-        "",
+        *_intro(fig),
         "Not run yet at the declared size. To produce it:",
         "",
         f"    vinifera experiment run {fig.name}",
@@ -93,7 +124,7 @@ def _claims_list(fig: Figure) -> list[str]:
 
 
 def section(fig: Figure, rows: list[dict], info: RunInfo) -> str:
-    lines = [f"## {fig.name}: {fig.title}", "", f"The paper: {fig.shows}.", ""]
+    lines = _intro(fig)
     if info.changes:
         changed = ", ".join(
             f"{k} = {values_text(v)} (declared: {values_text(fig.grid[k])})"
@@ -164,14 +195,16 @@ def _cell(v) -> str:
     return "—" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
 
 
+def skeleton() -> str:
+    """The whole doc with every figure not run yet."""
+    parts = [HEADER] + [f"{begin(n)}\n{placeholder(f)}\n{end(n)}\n" for n, f in FIGURES.items()]
+    return "\n".join(parts)
+
+
 def update(doc: Path, fig: Figure, text: str) -> None:
     """Put `text` as the figure's section of `doc`, creating the doc (with
     every other figure's placeholder) if needed."""
-    if doc.exists():
-        current = doc.read_text(encoding="utf-8")
-    else:
-        parts = [HEADER] + [f"{begin(n)}\n{placeholder(f)}\n{end(n)}\n" for n, f in FIGURES.items()]
-        current = "\n".join(parts)
+    current = doc.read_text(encoding="utf-8") if doc.exists() else skeleton()
     block = f"{begin(fig.name)}\n{text.rstrip()}\n{end(fig.name)}"
     pattern = re.compile(re.escape(begin(fig.name)) + r".*?" + re.escape(end(fig.name)), re.S)
     if pattern.search(current):
