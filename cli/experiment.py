@@ -299,7 +299,7 @@ def run_cmd(figure_name, **opts) -> None:
         click.echo(
             f"experiment: {fig.name}: {len(plan.items)} simulations ({seeds} seed"
             f"{'s' if seeds != 1 else ''} each), {len(plan.items) - len(todo)} already in "
-            f"{results.path}, {len(todo)} to run; code at {commit}",
+            f"{results.path}, {len(todo)} to run ({_node_rounds(plan, todo)}); code at {commit}",
             err=True,
         )
         if opts["dry_run"]:
@@ -307,6 +307,15 @@ def run_cmd(figure_name, **opts) -> None:
             return
         runner_name = _run(plan, results, todo, opts)
         _outputs(fig, plan, results, out, runner_name, opts)
+
+
+def _node_rounds(plan, todo) -> str:
+    """The work left, in simulated node-rounds (N x rounds; for a trace, its mean online
+    population x rounds): how long it takes is this over the simulator's node-rounds per
+    second (benchmarks/sim_throughput.py)."""
+    cost = {i.key: i.cost for i in plan.items}
+    total = sum(cost[t["key"]] for t in todo)
+    return f"{total / 1e6:.3g} million node-rounds" if total >= 1e5 else f"{total:,.0f} node-rounds"
 
 
 def _show_plan(plan, results) -> None:

@@ -142,15 +142,7 @@ def _mark(ax, claim: Claim, xs: list, baseline: dict) -> None:
     if claim.x is None:
         ax.axhline(claim.value, color=PAPER, linestyle=_dash(claim), linewidth=1, label=label)
         return
-    ax.plot(
-        [claim.x],
-        [claim.value],
-        linestyle="none",
-        marker=MARKERS[claim.relation],
-        markersize=11,
-        color=PAPER,
-        label=label,
-    )
+    _point(ax, claim, label)
 
 
 def _dash(claim: Claim) -> str:
@@ -204,15 +196,7 @@ def _cdf(ax, fig: Figure, rows: list[dict], claims: list[Claim]) -> None:
         if claim.metric == "load_max":
             ax.axvline(claim.value, color=PAPER, linestyle=_dash(claim), linewidth=1, label=label)
         else:
-            ax.plot(
-                [claim.x],
-                [claim.value],
-                linestyle="none",
-                marker=MARKERS[claim.relation],
-                markersize=11,
-                color=PAPER,
-                label=label,
-            )
+            _point(ax, claim, label)
     ax.set_xlim(-0.02, 1.02)
     ax.set_ylim(0, 1.02)
 
