@@ -139,6 +139,18 @@ def test_a_torn_last_line_is_cut_off_and_the_rest_kept(tmp_path):
     assert [r["key"] for r in lines(path)] == ["a", "b", "c"]
 
 
+def test_every_experiment_module_is_declared_simulated_or_not():
+    """A result's key covers the sources a simulation runs; plotting or
+    tabulating code may change without invalidating stored results."""
+    here = Path(build.__file__).parent
+    for path in here.glob("*.py"):
+        name = f"vinifera/experiment/{path.name}"
+        assert build.simulated(name) == (path.stem in ("build", "execute", "series", "trace"))
+    assert build.simulated("vinifera/sim/driver.py") and build.simulated("vinifera/ring.py")
+    assert build.simulated("churn_traces/formats.py")
+    assert not build.simulated("vinifera/daemon/runner.py")
+
+
 def test_code_commit_names_the_last_commit_of_the_simulated_code():
     commit = store.code_commit()
     assert commit and " " not in commit

@@ -91,16 +91,40 @@ def point_key(config: SimConfig, commit: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
+# What a simulation's result depends on: the vinifera and churn_traces
+# packages, less the parts no simulation runs (the daemon, swarms, the fuzzer,
+# and the experiment modules that only plan, store, tabulate and draw). A
+# change to those keeps stored results valid; a new module counts until it
+# is listed here.
+SIMULATED_PACKAGES = ("vinifera", "churn_traces")
+NOT_SIMULATED = (
+    "vinifera/daemon/",
+    "vinifera/swarm/",
+    "vinifera/fuzz.py",
+    *(
+        f"vinifera/experiment/{name}.py"
+        for name in ("__init__", "claims", "compare", "figures", "params", "plots", "report",
+                     "runners", "store", "sweep", "table")
+    ),
+)  # fmt: skip
+
+
+def simulated(name: str) -> bool:
+    """Whether a source file (package-relative, e.g. "vinifera/sim/driver.py") is simulated."""
+    return not any(name == x or (x.endswith("/") and name.startswith(x)) for x in NOT_SIMULATED)
+
+
 @functools.cache
 def source_fingerprint() -> str:
-    """A hash of the installed vinifera package's Python sources: a worker
-    whose code differs from the driver's would compute different rows."""
+    """A hash of the simulated sources as installed: a worker whose code
+    differs from the driver's would compute different rows."""
     import vinifera.churn_traces
 
     digest = hashlib.sha256()
     for package in (Path(__file__).parent.parent, Path(vinifera.churn_traces.__file__).parent):
         root = package.resolve()
         for path in sorted(root.rglob("*.py")):
-            name = f"{root.name}/{path.relative_to(root)}"
-            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+            name = f"{root.name}/{path.relative_to(root).as_posix()}"
+            if simulated(name):
+                digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()

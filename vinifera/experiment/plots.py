@@ -6,6 +6,7 @@ of our own baseline). Headless: the Agg backend."""
 
 from __future__ import annotations
 
+import math
 import textwrap
 from pathlib import Path
 
@@ -40,11 +41,9 @@ PAPER = "black"
 def draw(fig: Figure, rows: list[dict], path: Path, subtitle: str) -> Path:
     workloads = list(dict.fromkeys(r["subscriptions"] for r in rows))
     metrics = fig.metrics
+    width, height = 5.2 * len(workloads), 3.4 * len(metrics) + 0.7
     canvas, axes = plt.subplots(
-        len(metrics),
-        len(workloads),
-        figsize=(5.2 * len(workloads), 3.6 * len(metrics) + 0.6),
-        squeeze=False,
+        len(metrics), len(workloads), figsize=(width, height), squeeze=False
     )
     claims = CLAIMS.get(fig.name, ())
     for col, workload in enumerate(workloads):
@@ -68,10 +67,25 @@ def draw(fig: Figure, rows: list[dict], path: Path, subtitle: str) -> Path:
             ax.set_ylabel(LABELS.get(metric, metric))
             ax.set_xlabel(LABELS.get(fig.x, fig.x))
             ax.grid(alpha=0.3)
-            ax.legend(fontsize="x-small", loc="best")
+    # One legend under the panels (ours, then the paper's values), off the data.
+    entries: dict = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            entries.setdefault(label, handle)
+    columns = 2 if len(workloads) > 1 else 1
+    legend_inches = 0.2 * math.ceil(len(entries) / columns) + 0.25
+    canvas.set_size_inches(width, height + legend_inches)
+    canvas.legend(
+        entries.values(),
+        entries.keys(),
+        loc="lower center",
+        ncol=columns,
+        fontsize="small",
+        frameon=False,
+    )
     wrapped = textwrap.fill(subtitle, width=int(12 * 5.2 * len(workloads)))
     canvas.suptitle(f"{fig.name}: {fig.title}\n{wrapped}", fontsize="medium")
-    canvas.tight_layout()
+    canvas.tight_layout(rect=(0, legend_inches / (height + legend_inches), 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     canvas.savefig(path, dpi=110)
     plt.close(canvas)

@@ -43,7 +43,9 @@ already run is redrawn without simulating anything.
 - Every finished simulation is appended to `runs/experiments/results.jsonl`
   (`--out`) at once, keyed by the hash of its full configuration and the
   commit of the simulated code (the last commit that changed `vinifera/` or
-  `churn_traces/`, with a `-dirty` suffix when those differ from it).
+  `churn_traces/`, less the daemon, swarms and the modules that only plan,
+  store, tabulate and draw; a `-dirty` suffix when those files differ from
+  it).
   Ctrl-C loses only the simulations still running; the same command resumes
   and never recomputes a stored one. Figures that share simulations (4a and
   4b, 4c and 4d, 4e) share their results.

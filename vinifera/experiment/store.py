@@ -15,17 +15,17 @@ import subprocess
 from pathlib import Path
 
 from vinifera import __version__
-from vinifera.experiment.build import source_fingerprint
+from vinifera.experiment.build import NOT_SIMULATED, SIMULATED_PACKAGES, source_fingerprint
 
-# The code a simulation runs: a change anywhere else (docs, tests, cli)
-# leaves finished results valid.
-CODE_PATHS = ("vinifera", "churn_traces")
+# The code a simulation runs (build.py): a change anywhere else (docs, tests,
+# the CLI, plots) leaves finished results valid.
+CODE_PATHS = (*SIMULATED_PACKAGES, *(f":(exclude){p}" for p in NOT_SIMULATED))
 
 
 def code_commit(repo: Path | None = None) -> str:
     """The last commit that changed the simulated code, with a `-dirty.<hash>`
     suffix when those files differ from it; outside a git checkout, the
-    version and a hash of the installed sources."""
+    version and a hash of the simulated sources."""
     repo = repo or Path(__file__).resolve().parents[2]
     fingerprint = source_fingerprint()[:10]
     try:
