@@ -82,7 +82,12 @@ def _ours(fig: Figure, claim: Claim, selected, workload_groups) -> tuple[str, fl
         return f"{_fmt(v)}{ratio}" + (f" ± {_fmt(sd)}" if sd else ""), v
     mean = sum(v for _, v, _ in values) / len(values)
     lo, hi = min(v for _, v, _ in values), max(v for _, v, _ in values)
-    where = "over " + (fig.x if fig.kind == "lines" and fig.x else "points")
+    swept = [
+        k
+        for k in selected[0][0]
+        if k not in SYSTEM_PARAMS and len({str(p[k]) for p, _ in selected}) > 1
+    ]
+    where = "over " + (", ".join(swept) or "points")
     return f"{_fmt(mean)}{ratio} (mean {where}; {_fmt(lo)}–{_fmt(hi)})", mean
 
 
@@ -107,7 +112,7 @@ def _describe(fig: Figure, claim: Claim, selected, values) -> str:
         text = f"overall {_fmt(overall)}"
         if lows:
             low, at = min(lows)
-            text += f"; lowest window {_fmt(low)} (from {at:g} h)"
+            text += f"; lowest window {_fmt(low)} (the one from {at:g} h)"
         return text
     if fig.kind == "lines" and len(values) > 1:
         ordered = sorted(values, key=lambda t: t[0])
