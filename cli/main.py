@@ -10,6 +10,7 @@ import click
 
 from vinifera import __version__
 from vinifera.cli.analyze import analyze
+from vinifera.cli.experiment import experiment
 from vinifera.cli.swarm import swarm
 from vinifera.cli.trace import trace
 
@@ -26,6 +27,7 @@ def main() -> None:
 main.add_command(trace)
 main.add_command(analyze)
 main.add_command(swarm)
+main.add_command(experiment)
 
 
 @main.group()
