@@ -250,15 +250,18 @@ def encode_sends(sends, key: NetworkKey | None = None) -> list[tuple]:
     destinations, so each message is encoded once."""
     out = []
     memo: dict[int, list[bytes] | None] = {}  # id(message) -> datagrams, for this batch
+    last = datagrams = None
     for send in sends:
         msg = send.message
-        datagrams = memo.get(id(msg), memo)
-        if datagrams is memo:
-            try:
-                datagrams = encode_datagrams(msg, key)
-            except OversizeError:
-                datagrams = None
-            memo[id(msg)] = datagrams
+        if msg is not last:  # copies of one message come one after another
+            datagrams = memo.get(id(msg), memo)
+            if datagrams is memo:
+                try:
+                    datagrams = encode_datagrams(msg, key)
+                except OversizeError:
+                    datagrams = None
+                memo[id(msg)] = datagrams
+            last = msg
         out.append((send.dest, datagrams))
     return out
 

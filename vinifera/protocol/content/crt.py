@@ -40,17 +40,17 @@ class Dropped(NamedTuple):
 
 
 class Row:
-    __slots__ = ("filters", "keys", "digest", "expiry", "old", "order", "cells", "plain")
+    __slots__ = ("filters", "keys", "digest", "expiry", "old", "order", "cells", "plain", "span")
 
     def __init__(
         self, filters: tuple[Filter, ...], expiry: float, fingerprint: int | None, order: int
     ) -> None:
         self.order = order  # creation number: matching goes in row order
         self.cells: set[int] | None = set()  # RowIndex buckets it is on (None: wide)
+        self.old: tuple[Dropped, ...] = ()  # newest last
         self._set(filters)
         self.digest = fingerprint
         self.expiry = expiry  # the neighbour must keep it alive by then
-        self.old: tuple[Dropped, ...] = ()  # newest last
 
     def matches(self, key: int, event_keys: dict[str, int], now: float) -> bool:
         if self.keys.contains(key):
@@ -77,10 +77,18 @@ class Row:
         self.keys = _keys_of(filters)  # quick reject: the union of the filters' keys
         # keys alone decide (no box): the common case with one attribute
         self.plain = all(not f.box for f in filters)
+        self._set_span()
+
+    def _set_span(self) -> None:
+        # (lo, hi) when one interval of keys decides alone: matching is then
+        # two comparisons (the hot path of every event copy)
+        iv = self.keys.intervals
+        self.span = iv[0] if self.plain and len(iv) == 1 and not self.old else None
 
     def forget_dropped(self, now: float) -> None:
         if self.old and self.old[0].expiry < now:
             self.old = tuple(d for d in self.old if d.expiry >= now)
+            self._set_span()
 
     def all_keys(self) -> list[tuple[int, int]]:
         return [iv for s in (self.keys, *(d.keys for d in self.old)) for iv in s.intervals]
@@ -252,17 +260,21 @@ class Crt:
         if not by_nb:
             return []
         if len(by_nb) <= SCAN_ROWS:
-            return [
-                nb
-                for nb, row in by_nb.items()
-                if nb != exclude and row.expiry >= now and row.matches(key, event_keys, now)
-            ]
-        found = [
-            (row.order, nb)
-            for nb, row in self._index[attr].candidates(key)
-            if nb != exclude and row.expiry >= now and row.matches(key, event_keys, now)
-        ]
-        found.sort()  # row order, as a scan would give: runs stay reproducible
+            candidates = by_nb.items()
+        else:
+            candidates = self._index[attr].candidates(key)
+        found = []
+        for nb, row in candidates:
+            if nb == exclude or row.expiry < now:
+                continue
+            span = row.span
+            if span is not None:
+                if span[0] <= key <= span[1]:
+                    found.append((row.order, nb))
+            elif row.matches(key, event_keys, now):
+                found.append((row.order, nb))
+        if len(by_nb) > SCAN_ROWS:
+            found.sort()  # row order, as a scan gives: runs stay reproducible
         return [nb for _, nb in found]
 
     def clipped(self, attr: str, keys: IntervalSet) -> Iterator[tuple[Hashable, tuple, float]]:

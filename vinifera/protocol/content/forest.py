@@ -163,21 +163,21 @@ class Forest:
 
     def _handle(
         self, now: float, copy: Copy, sender: Hashable | None, state: int = 0
-    ) -> tuple[dict[Hashable, bool], bool]:
+    ) -> tuple[list, bool]:
         """Forward one copy: down matching CRT rows (once per event and
         attribute) and, for an `up` copy, on toward the rendezvous. Returns
-        (where copies went: neighbour -> up, whether we are the rendezvous)."""
+        (the neighbours copies went to, whether we are the rendezvous)."""
         c = self.content
         sid = (copy.eid, copy.attr)
-        memo = self.recent.get(sid)
+        memo = self.recent.items.get(sid)
         if memo is None and c.config.catch_up > 0:
             memo = RecentEvent(copy.event, copy.key, copy.hops)
             self.recent.set(now, sid, memo)
         if state & DOWN_DONE:
-            targets: dict[Hashable, bool] = {}
+            down = []
         else:
             down = self.crt.matching_neighbours(copy.attr, copy.key, copy.event.keys(), now, sender)
-            targets = dict.fromkeys(down, False)
+        up_hop = None
         rv = False
         if copy.up:
             view = c.view()
@@ -195,23 +195,34 @@ class Forest:
             if hop is MINE:
                 rv = True
             elif hop != sender or bounce:
-                targets[hop] = True  # the up copy also does the down work there
+                up_hop = hop  # the up copy also does the down work there
             state |= UP_DONE
         self.seen.set(now, sid, state | DOWN_DONE)
         if memo is not None:
-            memo.had.update(targets)
+            had = memo.had
+            if down:
+                had.update(down)
+            if up_hop is not None:
+                had.add(up_hop)
             if sender is not None:
-                memo.had.add(sender)
-        message = None
-        out = c.out
-        for nb, is_up in targets.items():
-            if is_up:
-                self._send_copy(now, nb, copy._replace(up=True))
-            else:
-                if message is None:  # one message object for every down copy
+                had.add(sender)
+        targets = down
+        up_sent = False
+        if down:
+            out = c.out
+            message = None  # one message object for every down copy
+            for nb in down:
+                if nb == up_hop:
+                    self._send_copy(now, nb, copy._replace(up=True))
+                    up_sent = True
+                    continue
+                if message is None:
                     message = m.EventMessage(c.profile, copy.eid, copy.event, copy.attr,
                                              copy.key, copy.hops + 1, False)  # fmt: skip
                 out.append(Send(nb, message))
+        if up_hop is not None and not up_sent:
+            self._send_copy(now, up_hop, copy._replace(up=True))
+            targets = [*down, up_hop]
         return targets, rv
 
     def _up_returned(self, now: float, copy: Copy) -> int:
