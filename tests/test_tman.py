@@ -4,6 +4,8 @@ import math
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vinifera.protocol.profile import Entry, Profile
 from vinifera.protocol.tman import (
@@ -11,6 +13,7 @@ from vinifera.protocol.tman import (
     draw_small_world_fractions,
     friend_utility,
     overlap_counts,
+    rank_targets_sorted,
     ring_neighbourhood,
     select_friends,
     select_small_world,
@@ -132,3 +135,21 @@ def test_primary_attribute_streak_resets_on_a_dip():
     assert not p.update({"a0": 1, "a1": 9})
     assert p.current == "a0"
     assert p.update({"a0": 1, "a1": 9})
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, 63),
+    st.lists(st.integers(0, 63), max_size=40),
+    st.lists(st.floats(0, 1), min_size=1, max_size=8),
+)
+def test_rank_targets_of_a_sorted_sample_are_the_members_at_each_rank(me, sample, fractions):
+    """Checked against the definition: sort the clockwise distances (our
+    own identifier left out) and take rank m^f. Identifiers from a small
+    space, so that duplicates and our own identifier occur."""
+    scale = RING_SIZE // 64
+    me, sample = me * scale, [x * scale for x in sample]
+    dists = [d for d in sorted((x - me) % RING_SIZE for x in sample) if d]
+    m = len(dists)
+    want = [(me + dists[min(m - 1, int(m**f) - 1)]) % RING_SIZE for f in fractions] if m else []
+    assert rank_targets_sorted(me, sorted(sample), fractions) == want

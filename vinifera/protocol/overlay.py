@@ -14,6 +14,7 @@ believed. Hence a dead neighbour is gone within `failure_timeout`.
 from __future__ import annotations
 
 import random
+from bisect import bisect_left, insort
 from collections import deque
 from collections.abc import Hashable, Iterable, Sequence
 
@@ -29,7 +30,7 @@ from vinifera.protocol.tman import (
     RingIndex,
     draw_small_world_fractions,
     overlap_counts,
-    rank_targets,
+    rank_targets_sorted,
     ring_neighbourhood,
     select_friends,
     select_small_world,
@@ -75,8 +76,7 @@ class Overlay:
         # Identifiers seen in Cyclon shuffles: a uniform sample of the ring's
         # population, for rank-based small-world targets.
         self.id_sample: deque[int] = deque(maxlen=128)
-        self._sample_version = 0  # bumped when id_sample changes
-        self._targets: tuple = (None, [])  # (key it was computed for, rank targets)
+        self._sorted_sample: list[int] = []  # the same, sorted (for rank targets)
         self._exchanges = 0
         self.counters = {"suspected": 0, "joins_sent": 0}
         # Called with (now, address) when a neighbour leaves or is suspected,
@@ -179,9 +179,12 @@ class Overlay:
     def on_shuffle_reply(self, now: float, msg: m.ShuffleReply) -> None:
         self._heard_from(now, msg.profile)
         received = self._believable(now, self._decode(now, msg.entries))
-        if received:
-            self.id_sample.extend(e.profile.ident for e in received)
-            self._sample_version += 1
+        sample, ordered = self.id_sample, self._sorted_sample
+        for e in received:
+            if len(sample) == sample.maxlen:
+                del ordered[bisect_left(ordered, sample[0])]  # the oldest goes
+            sample.append(e.profile.ident)
+            insort(ordered, e.profile.ident)
         self.cyclon.finish_shuffle(msg.profile.address, received)
 
     def on_tman(self, now: float, msg: m.TmanRequest) -> None:
@@ -190,13 +193,13 @@ class Overlay:
         self._heard_from(now, msg.profile)
         reply = self._tman_buffer(now, msg.profile)
         self.out.append(Send(msg.profile.address, m.TmanReply(self.profile, reply)))
-        self._stash(self._decode(now, msg.entries))
+        self._stash_wire(now, msg.entries)
 
     def on_tman_reply(self, now: float, msg: m.TmanReply) -> None:
         """Merged at the next reselection, like a request: one selection
         per period."""
         self._heard_from(now, msg.profile)
-        self._stash(self._decode(now, msg.entries))
+        self._stash_wire(now, msg.entries)
 
     def on_ping(self, now: float, msg: m.Ping) -> None:
         self._heard_from(now, msg.profile)
@@ -276,6 +279,20 @@ class Overlay:
             elif e.heard > cur.heard:
                 inbox[addr] = e
 
+    def _stash_wire(self, now: float, pairs) -> None:
+        """_stash of gossip as received, (profile, age) pairs: an Entry is
+        made only for what is kept (most of a T-Man buffer is not)."""
+        inbox = self.inbox
+        base = now - self.transit  # as from_wire_entries back-dates
+        for p, age in pairs:
+            heard = base - age
+            cur = inbox.get(p.address)
+            if cur is None:
+                if len(inbox) < MAX_INBOX:
+                    inbox[p.address] = Entry(p, heard)
+            elif heard > cur.heard:
+                inbox[p.address] = Entry(p, heard)
+
     def _candidates(self, now: float, with_view: bool) -> list[Entry]:
         """Everything believable we know, one freshest entry per node."""
         limit = now - self.config.stale_after
@@ -350,12 +367,8 @@ class Overlay:
                 d = (e.profile.ident - me.ident) % RING_SIZE
                 gap = max(gap, min(d, RING_SIZE - d))
             if len(self.id_sample) >= 32:
-                # the sample changes only with a shuffle reply: reuse the targets till then
-                key = (self._sample_version, me.ident, n_sw)
-                if self._targets[0] != key:
-                    fractions = self.sw_fractions[:n_sw]
-                    self._targets = (key, rank_targets(me.ident, self.id_sample, fractions))
-                targets = self._targets[1]
+                fractions = self.sw_fractions[:n_sw]
+                targets = rank_targets_sorted(me.ident, self._sorted_sample, fractions)
             else:  # too few samples yet: identifier distance
                 targets = small_world_targets(me.ident, gap, self.sw_fractions[:n_sw])
             small_world = select_small_world(

@@ -167,12 +167,25 @@ def rank_targets(my_ident: int, sample: Sequence[int], fractions: Sequence[float
     in identifier distance. `sample` is a uniform sample of identifiers
     (Cyclon's); the target of fraction f is the sample member at rank
     m^f (1-based) clockwise from us."""
-    dists = sorted((x - my_ident) % RING_SIZE for x in sample)
-    dists = [d for d in dists if d]
-    m = len(dists)
+    return rank_targets_sorted(my_ident, sorted(sample), fractions)
+
+
+def rank_targets_sorted(
+    my_ident: int, ordered: Sequence[int], fractions: Sequence[float]
+) -> list[int]:
+    """rank_targets of a sample already sorted: the members clockwise from
+    us are a rotation of it (our own identifier left out), so no sort."""
+    after = bisect_right(ordered, my_ident)
+    before = bisect_left(ordered, my_ident)
+    n_after = len(ordered) - after
+    m = n_after + before
     if not m:
         return []
-    return [(my_ident + dists[min(m - 1, int(m**f) - 1)]) % RING_SIZE for f in fractions]
+    out = []
+    for f in fractions:
+        k = min(m - 1, int(m**f) - 1)
+        out.append(ordered[after + k] if k < n_after else ordered[k - n_after])
+    return out
 
 
 def select_small_world(
