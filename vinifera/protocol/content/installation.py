@@ -50,7 +50,10 @@ class Installation:
         # catch-up (a route that merely moved already had the events)
         self.fresh: set[str] = set()
         self._routed_version = -1  # routing view the rows were computed with
-        self._splits: dict[IntervalSet, dict] = {}  # per routing view: keys -> parts by hop
+        # per routing view: filter -> [(next hop, its part there)], and
+        # the parts sent to one hop -> their aggregated row
+        self._splits: dict[Filter, list] = {}
+        self._aggregates: dict[tuple, tuple] = {}
         self.on_row_changed = None  # (now, neighbour, attr, row): catch-up hook
         # desynchronized: each node keeps its rows alive at its own phase
         self.next_keep_alive = content.rng.random() * cfg.keep_alive_every * content.period
@@ -107,6 +110,7 @@ class Installation:
         if content.view_version != self._routed_version:
             self._routed_version = content.view_version
             self._splits = {}
+            self._aggregates = {}
             self.dirty.update(self.crt.attributes())
             self.dirty.update(attr for attr, _ in self.sent)
             if self.own_attr is not None:
@@ -126,19 +130,33 @@ class Installation:
         for source, f in sources:
             if f.depth >= cfg.max_install_hops:
                 continue  # a loop's leftovers: see docs/protocol.md, "Soft state"
-            parts = splits.get(f.keys)
+            # what this filter becomes at each next hop, computed once per
+            # routing view (most recomputations change one source of many)
+            parts = splits.get(f)
             if parts is None:
-                parts = splits[f.keys] = view.split(f.keys)
-            for hop, part in parts.items():
-                if hop is MINE or hop == source:
-                    continue  # never back where it came from
-                per_hop.setdefault(hop, []).append(Filter(part, f.box, f.depth + 1))
+                parts = splits[f] = [
+                    (hop, Filter(part, f.box, f.depth + 1))
+                    for hop, part in view.split(f.keys).items()
+                    if hop is not MINE
+                ]
+            for hop, part in parts:
+                if hop != source:  # never back where it came from
+                    per_hop.setdefault(hop, []).append(part)
         me = self.content.profile
         out = self.content.out
         sent = self.sent
         fresh = attr in self.fresh
+        aggregates = self._aggregates
+        if len(aggregates) > 4096:
+            aggregates.clear()
         for hop, filters in per_hop.items():
-            row = aggregate(filters, cfg.max_filters_per_row, cfg.max_intervals)
+            # an unchanged list of parts aggregates as before: look it up
+            ident = tuple(filters)
+            row = aggregates.get(ident)
+            if row is None:
+                row = aggregates[ident] = aggregate(
+                    filters, cfg.max_filters_per_row, cfg.max_intervals
+                )
             cur = sent.get((attr, hop))
             if cur is None or cur.filters != row:
                 sent[(attr, hop)] = SentRow(row)
