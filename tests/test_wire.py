@@ -182,12 +182,15 @@ BAD = {
     "push without hops": (payload(V, 17, GOOD_PROFILE, 1, [["temp", 1.0]]), "field"),
     "push value out of domain": (payload(V, 17, GOOD_PROFILE, 1, [["temp", 99.0]], 2), "field"),
     "filter without depth": (
-        payload(V, 10, GOOD_PROFILE, "temp", [[[[0, 1]], []]], False),
+        payload(V, 10, GOOD_PROFILE, "temp", [[[[0, 1]], []]], False, 0.0),
         "field",
     ),
-    "filter with empty keys": (payload(V, 10, GOOD_PROFILE, "temp", [[0, [], []]], False), "field"),
+    "filter with empty keys": (
+        payload(V, 10, GOOD_PROFILE, "temp", [[0, [], []]], False, 0.0),
+        "field",
+    ),
     "filter with inverted keys": (
-        payload(V, 10, GOOD_PROFILE, "temp", [[0, [[5, 1]], []]], False),
+        payload(V, 10, GOOD_PROFILE, "temp", [[0, [[5, 1]], []]], False, 0.0),
         "field",
     ),
     "filter box unsorted": (
@@ -202,14 +205,19 @@ BAD = {
         ),
         "field",
     ),
-    "fresh not a boolean": (payload(V, 10, GOOD_PROFILE, "temp", [], 1), "field"),
+    "fresh not a boolean": (payload(V, 10, GOOD_PROFILE, "temp", [], 1, 0.0), "field"),
+    "install sent before the epoch": (
+        payload(V, 10, GOOD_PROFILE, "temp", [], True, -1.0),
+        "field",
+    ),
+    "install sent at NaN": (payload(V, 10, GOOD_PROFILE, "temp", [], True, math.nan), "field"),
     "install without fresh": (payload(V, 10, GOOD_PROFILE, "temp", []), "field"),
     "negative filter depth": (
-        payload(V, 10, GOOD_PROFILE, "temp", [[-1, [[0, 1]], []]], False),
+        payload(V, 10, GOOD_PROFILE, "temp", [[-1, [[0, 1]], []]], False, 0.0),
         "field",
     ),
     "too many filters": (
-        payload(V, 10, GOOD_PROFILE, "temp", [[0, [[0, 1]], []]] * 65, False),
+        payload(V, 10, GOOD_PROFILE, "temp", [[0, [[0, 1]], []]] * 65, False, 0.0),
         "field",
     ),
     "negative digest": (payload(V, 11, GOOD_PROFILE, [["temp", -1]]), "field"),
@@ -217,7 +225,8 @@ BAD = {
         payload(V, 11, GOOD_PROFILE, [["temp", 1], ["temp", 2]]),
         "field",
     ),
-    "withdraw of an unknown attribute": (payload(V, 12, GOOD_PROFILE, ["x"]), "field"),
+    "withdraw of an unknown attribute": (payload(V, 12, GOOD_PROFILE, ["x"], 0.0), "field"),
+    "withdraw without a time": (payload(V, 12, GOOD_PROFILE, ["temp"]), "field"),
     "row request repeats an attribute": (payload(V, 18, GOOD_PROFILE, ["temp", "temp"]), "field"),
     "infinite load": (payload(V, 14, GOOD_PROFILE, math.inf, None, 0.0), "field"),
     "negative forwarding load": (payload(V, 14, GOOD_PROFILE, 1.0, None, -0.5), "field"),
