@@ -197,34 +197,52 @@ BAD = {
     "push without hops": (framed(17, GOOD_PROFILE, 1, [["temp", 1.0]]), "field"),
     "push value out of domain": (framed(17, GOOD_PROFILE, 1, [["temp", 99.0]], 2), "field"),
     "filter without depth": (
-        framed(10, GOOD_PROFILE, "temp", [[[[0, 1]], []]], False),
+        framed(10, GOOD_PROFILE, "temp", [[[[0, 1]], []]], False, 0.0),
         "field",
     ),
-    "filter with empty keys": (framed(10, GOOD_PROFILE, "temp", [[0, [], []]], False), "field"),
+    "filter with empty keys": (
+        framed(10, GOOD_PROFILE, "temp", [[0, [], []]], False, 0.0),
+        "field",
+    ),
     "filter with inverted keys": (
-        framed(10, GOOD_PROFILE, "temp", [[0, [[5, 1]], []]], False),
+        framed(10, GOOD_PROFILE, "temp", [[0, [[5, 1]], []]], False, 0.0),
         "field",
     ),
     "filter box unsorted": (
         framed(
-            10, GOOD_PROFILE, "temp", [[0, [[0, 1]], [["temp", [[0, 1]]], ["city", [[0, 1]]]]]]
+            10,
+            GOOD_PROFILE,
+            "temp",
+            [[0, [[0, 1]], [["temp", [[0, 1]]], ["city", [[0, 1]]]]]],
+            False,
+            0.0,
         ),
         "field",
     ),
     "filter box repeats": (
         framed(
-            10, GOOD_PROFILE, "temp", [[0, [[0, 1]], [["city", [[0, 1]]], ["city", [[0, 1]]]]]]
+            10,
+            GOOD_PROFILE,
+            "temp",
+            [[0, [[0, 1]], [["city", [[0, 1]]], ["city", [[0, 1]]]]]],
+            False,
+            0.0,
         ),
         "field",
     ),
-    "fresh not a boolean": (framed(10, GOOD_PROFILE, "temp", [], 1), "field"),
+    "fresh not a boolean": (framed(10, GOOD_PROFILE, "temp", [], 1, 0.0), "field"),
+    "install sent before the epoch": (
+        framed(10, GOOD_PROFILE, "temp", [], True, -1.0),
+        "field",
+    ),
+    "install sent at NaN": (framed(10, GOOD_PROFILE, "temp", [], True, math.nan), "field"),
     "install without fresh": (framed(10, GOOD_PROFILE, "temp", []), "field"),
     "negative filter depth": (
-        framed(10, GOOD_PROFILE, "temp", [[-1, [[0, 1]], []]], False),
+        framed(10, GOOD_PROFILE, "temp", [[-1, [[0, 1]], []]], False, 0.0),
         "field",
     ),
     "too many filters": (
-        framed(10, GOOD_PROFILE, "temp", [[0, [[0, 1]], []]] * 65, False),
+        framed(10, GOOD_PROFILE, "temp", [[0, [[0, 1]], []]] * 65, False, 0.0),
         "field",
     ),
     "negative digest": (framed(11, GOOD_PROFILE, [["temp", -1]]), "field"),
@@ -232,7 +250,8 @@ BAD = {
         framed(11, GOOD_PROFILE, [["temp", 1], ["temp", 2]]),
         "field",
     ),
-    "withdraw of an unknown attribute": (framed(12, GOOD_PROFILE, ["x"]), "field"),
+    "withdraw of an unknown attribute": (framed(12, GOOD_PROFILE, ["x"], 0.0), "field"),
+    "withdraw without a time": (framed(12, GOOD_PROFILE, ["temp"]), "field"),
     "row request repeats an attribute": (framed(18, GOOD_PROFILE, ["temp", "temp"]), "field"),
     "infinite load": (framed(14, GOOD_PROFILE, math.inf, None, 0.0), "field"),
     "negative forwarding load": (framed(14, GOOD_PROFILE, 1.0, None, -0.5), "field"),

@@ -56,6 +56,7 @@ DIGEST_MAX = (1 << 64) - 1
 MAX_ADDRESS_LEN = 64
 MAX_STRING = 1_024
 MAX_AGE = 1e7  # seconds; ages beyond this are nonsense, not old news
+MAX_CLOCK = 1e13  # a sender's clock (Unix seconds for daemons), for ordering only
 MAX_HOPS = 1_024
 MAX_LOAD = 1e9
 EID_LIMIT = 1 << 63
@@ -279,10 +280,11 @@ _WRITERS: dict[type, Callable[[m.Message], list]] = {
     **{cls: (lambda msg: []) for cls in (m.Join, m.Ping, m.Pong, m.Leave)},
     **{cls: _gossip_out for cls in (m.JoinReply, m.Shuffle, m.ShuffleReply, m.TmanRequest,
                                     m.TmanReply)},
-    m.Install: lambda msg: [msg.attr, [_filter_out(f) for f in msg.filters], msg.fresh],
+    m.Install: lambda msg: [msg.attr, [_filter_out(f) for f in msg.filters], msg.fresh,
+                            float(msg.sent)],
     m.Refresh: lambda msg: [[[a, d] for a, d in msg.digests]],
     m.RowRequest: lambda msg: [list(msg.attrs)],
-    m.Withdraw: lambda msg: [list(msg.attrs)],
+    m.Withdraw: lambda msg: [list(msg.attrs), float(msg.sent)],
     m.EventMessage: lambda msg: [msg.eid, msg.event.to_plain(), msg.attr, msg.key, msg.hops,
                                  msg.up],
     m.EventPush: lambda msg: [msg.eid, msg.event.to_plain(), msg.hops],
@@ -558,12 +560,13 @@ def _read_attrs(r: _Reader, x) -> tuple:
 
 
 def _read_install(r: _Reader, f: tuple):
-    attr, raw, fresh = _arity(3)(f)
+    attr, raw, fresh, sent = _arity(4)(f)
     attr = _attr(attr, r.schema)
     filters = _read_filters(r, raw)
     if type(fresh) is not bool:
         raise _fail("fresh must be a boolean")
-    return lambda p: m.Install(p, attr, filters, fresh)
+    sent = _float(sent, 0.0, MAX_CLOCK, "sent")
+    return lambda p: m.Install(p, attr, filters, fresh, sent)
 
 
 def _read_refresh(r: _Reader, f: tuple):
@@ -584,9 +587,10 @@ def _read_row_request(r: _Reader, f: tuple):
 
 
 def _read_withdraw(r: _Reader, f: tuple):
-    (raw,) = _arity(1)(f)
+    raw, sent = _arity(2)(f)
     attrs = _read_attrs(r, raw)
-    return lambda p: m.Withdraw(p, attrs)
+    sent = _float(sent, 0.0, MAX_CLOCK, "sent")
+    return lambda p: m.Withdraw(p, attrs, sent)
 
 
 def _read_event(r: _Reader, f: tuple):

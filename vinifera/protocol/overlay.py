@@ -85,6 +85,9 @@ class Overlay:
         # Bootstrap nodes not heard from yet, and join retries left for them.
         self.unanswered: set[Hashable] = set()
         self.join_retries = config.join_retries
+        # Bumped when a link's identifier changes in place (it moved): what
+        # was computed from the links' identifiers must be redone.
+        self.link_moves = 0
         self._pool: list[Entry] = []  # candidates of the last reselection
         self._ring = RingIndex(())  # ... sorted by identifier
         # Identifiers seen in Cyclon shuffles: a uniform sample of the ring's
@@ -251,7 +254,10 @@ class Overlay:
         one (no candidate bookkeeping: events arrive by the thousand)."""
         self.vetting.heard(profile.address, now)
         links = self.links.by_address
-        if profile.address in links:
+        cur = links.get(profile.address)
+        if cur is not None:
+            if cur.profile.ident != profile.ident:
+                self.link_moves += 1  # a link moved: routing views are stale
             links[profile.address] = Entry(profile, now - self.transit)
 
     def move(self, now: float, ident: int) -> None:
@@ -269,7 +275,10 @@ class Overlay:
             self.unanswered.discard(addr)
         self.cyclon.touch(entry)
         links = self.links.by_address
-        if addr in links:
+        cur = links.get(addr)
+        if cur is not None:
+            if cur.profile.ident != profile.ident:
+                self.link_moves += 1
             links[addr] = entry
         inbox = self.inbox
         if addr in inbox or len(inbox) < 2 * MAX_INBOX:
