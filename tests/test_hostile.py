@@ -15,6 +15,7 @@ from test_daemon_processes import ProcessSwarm, wait_for
 from wirepeer import aprove, prove
 
 import vinifera
+from vinifera.daemon.admission import BYTES_PER_TOKEN
 from vinifera.fuzz import Fuzzer
 from vinifera.protocol import messages as m
 from vinifera.protocol.profile import Profile
@@ -54,8 +55,11 @@ def test_a_node_survives_deep_nesting_and_every_fuzz_family(pair):
         rng = random.Random(17)
         for family in Fuzzer.FAMILIES:
             for _ in range(PER_FAMILY):
-                sock.sendto(fuzzer.datagram(rng, family)[:UDP_MAX], target)
-                time.sleep(0.002)  # under the per-peer rate limit: every datagram is parsed
+                data = fuzzer.datagram(rng, family)[:UDP_MAX]
+                sock.sendto(data, target)
+                # under the per-peer rate (500 tokens/s; a datagram costs 1
+                # plus 1 per 4 KiB): every datagram is parsed
+                time.sleep(0.002 * (1 + len(data) // BYTES_PER_TOKEN))
     status = wait_for(lambda: pair.try_status(0), 10, "status after the fuzz")
     counters = status["counters"]
     assert counters.get("rate_limited", 0) == 0
