@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from bisect import bisect_left, insort
 from collections import deque
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 
 from vinifera.protocol import messages as m
 from vinifera.protocol.actions import Log, Send
@@ -81,7 +81,7 @@ class Overlay:
         self.counters = {"suspected": 0, "joins_sent": 0}
         # Called with (now, address) when a neighbour leaves or is suspected,
         # so that upper layers forget what they hold for it.
-        self.peer_gone = None
+        self.peer_gone: Callable[[float, Hashable], None] | None = None
 
     # ----------------------------------------------------------------- life cycle
 
