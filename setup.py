@@ -35,7 +35,7 @@ COMPILED = [
     "vinifera/sim/ledger.py",
     "vinifera/sim/network.py",
 ]
-# What the build was made from: vinifera/__init__.py refuses a stale build.
+# What the build was made from: vinifera/native.py refuses a stale build.
 SOURCES_RECORD = "vinifera/_native_sources.txt"
 
 

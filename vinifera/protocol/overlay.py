@@ -247,7 +247,7 @@ class Overlay:
             inbox[addr] = entry
         return entry
 
-    def _decode(self, now: float, pairs) -> list[Entry]:
+    def _decode(self, now: float, pairs: Iterable[tuple[Profile, float]]) -> list[Entry]:
         return from_wire_entries(pairs, now, self.transit)
 
     def _believable(self, now: float, entries: Iterable[Entry]) -> list[Entry]:
@@ -279,7 +279,7 @@ class Overlay:
             elif e.heard > cur.heard:
                 inbox[addr] = e
 
-    def _stash_wire(self, now: float, pairs) -> None:
+    def _stash_wire(self, now: float, pairs: Iterable[tuple[Profile, float]]) -> None:
         """_stash of gossip as received, (profile, age) pairs: an Entry is
         made only for what is kept (most of a T-Man buffer is not)."""
         inbox = self.inbox
@@ -298,7 +298,11 @@ class Overlay:
         limit = now - self.config.stale_after
         pool: dict[Hashable, Entry] = {}
         get = pool.get
-        sources: tuple = (self.links.by_address.values(), self.inbox.values(), self.ring_backups)
+        sources: tuple[Iterable[Entry], ...] = (
+            self.links.by_address.values(),
+            self.inbox.values(),
+            self.ring_backups,
+        )
         if with_view:
             sources += (self.cyclon.view.values(),)
         for source in sources:
@@ -316,8 +320,8 @@ class Overlay:
         pool.pop(self.profile.address, None)
         if self.departed:
             for addr, left in self.departed.items():
-                e = pool.get(addr)
-                if e is not None and e.heard <= left:
+                held = pool.get(addr)
+                if held is not None and held.heard <= left:
                     del pool[addr]
         return list(pool.values())
 

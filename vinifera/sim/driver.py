@@ -84,7 +84,8 @@ class Simulation:
             self.writer = JsonLinesWriter(log_dir / LOG_FILE_NAME)
         self.stats = {"messages_sent": 0, "messages_lost": 0, "messages_to_dead": 0}
         period = overlay.period
-        self.ledger = Ledger(
+        # Any: experiments put a stand-in here (experiment/series.py's Windows)
+        self.ledger: Any = Ledger(
             self.schema,
             window_start=config.warmup * period,
             window_end=(config.rounds - config.deadline_rounds) * period,
