@@ -1,6 +1,14 @@
 """Optional compiled build. Everything else is configured in pyproject.toml;
 this file only adds mypyc extension modules when VINIFERA_COMPILE=1 (run
-scripts/build_compiled.sh). The default install is pure Python."""
+scripts/build_compiled.sh). The default install is pure Python.
+
+What the listed modules must keep for mypyc (the pure-Python code does not
+care): they type-check with mypy (the build fails otherwise); a class has
+no method aliases (`__or__ = union`) and is not built by object.__new__;
+its instances take no attributes beyond those it sets, and its methods are
+not patched (tests patch tables, not methods). A float-annotated value that
+is an int becomes a float in compiled code: tests/test_compiled.py compares
+the two builds' logs byte for byte."""
 
 import hashlib
 import os
