@@ -147,8 +147,16 @@ def _load_config(ctx: click.Context, param: click.Parameter, value: Path | None)
     "--control",
     envvar="VINIFERA_CONTROL",
     show_envvar=True,
-    help="Control endpoint for publish/subscribe/status: a Unix socket path, "
-    "or HOST:PORT on loopback.",
+    help="Control endpoint for publish/subscribe/status: a Unix socket path (mode 0600: "
+    "only this user), or HOST:PORT on loopback, which needs --control-token-file.",
+)
+@click.option(
+    "--control-token-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    envvar="VINIFERA_CONTROL_TOKEN_FILE",
+    show_envvar=True,
+    help="Secret (>= 16 bytes) that every control request must prove it holds; "
+    "required for a TCP control endpoint.",
 )
 @click.option(
     "--network-key-file",
@@ -156,6 +164,14 @@ def _load_config(ctx: click.Context, param: click.Parameter, value: Path | None)
     envvar="VINIFERA_NETWORK_KEY_FILE",
     show_envvar=True,
     help="Shared secret (>= 16 bytes): only nodes holding it can talk to this one.",
+)
+@click.option(
+    "--replay-skew",
+    type=click.FloatRange(min=0.001),
+    default=30.0,
+    show_default=True,
+    help="With a network key: refuse datagrams stamped more than this many seconds from this "
+    "node's clock (replay protection); the swarm's clocks must agree this well.",
 )
 @click.option(
     "--period",
@@ -172,16 +188,74 @@ def _load_config(ctx: click.Context, param: click.Parameter, value: Path | None)
     show_default=True,
     help="The overlay: Vinifera, or the paper's baseline.",
 )
-@click.option("--friends", type=click.IntRange(min=0), default=4, show_default=True)
-@click.option("--small-world", type=click.IntRange(min=0), default=4, show_default=True)
+@click.option(
+    "--friends",
+    type=click.IntRange(min=0),
+    default=4,
+    show_default=True,
+    help="Friend links (K_f): to the peers whose subscriptions overlap this one's most.",
+)
+@click.option(
+    "--small-world",
+    type=click.IntRange(min=0),
+    default=4,
+    show_default=True,
+    help="Small-world links (K_sw): long links at harmonic distances, for short routes. "
+    "Besides these a node keeps 2 ring links; friend slots nobody fills go to small-world links.",
+)
 @click.option(
     "--peer-rate",
     type=click.FloatRange(min=0.001),
     default=500.0,
     show_default=True,
-    help="Datagrams per second one peer may send us (token bucket); the excess is dropped.",
+    help="Datagrams per second one peer (source port) may send us (token bucket; a datagram "
+    "costs 1 plus 1 per 4 KiB); the excess is dropped unread.",
 )
-@click.option("--peer-burst", type=click.FloatRange(min=1), default=1000.0, show_default=True)
+@click.option(
+    "--peer-burst",
+    type=click.FloatRange(min=1),
+    default=1000.0,
+    show_default=True,
+    help="Datagrams one peer may send at once after a quiet spell (the token bucket's size).",
+)
+@click.option(
+    "--host-rate",
+    type=click.FloatRange(min=0.001),
+    default=2000.0,
+    show_default=True,
+    help="Datagrams per second one source host may send us, all its ports together.",
+)
+@click.option("--host-burst", type=click.FloatRange(min=1), default=4000.0, show_default=True,
+              help="The host bucket's size.")  # fmt: skip
+@click.option(
+    "--ports-per-host",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Source ports of one host admitted at once. Nodes sharing an IP count as one host: "
+    "raise this to run more nodes than this on one address.",
+)
+@click.option(
+    "--ipv6-prefix",
+    type=click.IntRange(16, 128),
+    default=64,
+    show_default=True,
+    help="IPv6 addresses within one prefix of this length count as one host.",
+)
+@click.option(
+    "--ipv4-prefix",
+    type=click.IntRange(8, 32),
+    default=32,
+    show_default=True,
+    help="IPv4 addresses within one prefix of this length count as one host.",
+)
+@click.option(
+    "--recv-buffer",
+    type=click.IntRange(min=4096),
+    default=4 << 20,
+    show_default=True,
+    help="UDP receive buffer (SO_RCVBUF) in bytes; capped by net.core.rmem_max.",
+)
 @click.option(
     "--seed",
     type=int,
@@ -205,6 +279,7 @@ def run(
     schema_path: Path,
     expression: str | None,
     network_key_file: Path | None,
+    control_token_file: Path | None,
     deliveries: bool,
     log_level: str,
     **options,
@@ -218,6 +293,7 @@ def run(
       vinifera-node run --listen 127.0.0.1:7001 --bootstrap 127.0.0.1:7000 \\
           --schema schema.toml --subscribe 'temp in [0, 5]' --control /tmp/n1.sock
     """  # fmt: skip
+    from vinifera.daemon.control import ControlToken
     from vinifera.daemon.diagnostics import configure
     from vinifera.daemon.settings import NodeSettings
     from vinifera.errors import ViniferaError
@@ -230,8 +306,9 @@ def run(
         schema = Schema.load(schema_path)
         sub = None if expression is None else parse_subscription(expression, schema)
         key = None if network_key_file is None else NetworkKey.load(network_key_file)
+        token = None if control_token_file is None else ControlToken.load(control_token_file)
         settings = NodeSettings(
-            schema=schema, subscription=sub, network_key=key,
+            schema=schema, subscription=sub, network_key=key, control_token=token,
             bootstrap=tuple(options.pop("bootstrap")), **options,
         )  # fmt: skip
     except ViniferaError as err:
@@ -274,6 +351,13 @@ async def _serve(settings, print_deliveries: bool) -> None:
 
 
 def _control_option(f):
+    f = click.option(
+        "--control-token-file",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        envvar="VINIFERA_CONTROL_TOKEN_FILE",
+        show_envvar=True,
+        help="The node's control token (as given to `run --control-token-file`).",
+    )(f)
     return click.option(
         "--control",
         required=True,
@@ -283,11 +367,16 @@ def _control_option(f):
     )(f)
 
 
-def _ask(control: str, payload: dict) -> dict:
-    from vinifera.daemon.control import ControlError, request
+def _ask(control: str, token_file: Path | None, payload: dict) -> dict:
+    from vinifera.daemon.control import ControlError, ControlToken, request
+    from vinifera.errors import ViniferaError
 
     try:
-        return request(control, payload)
+        token = None if token_file is None else ControlToken.load(token_file)
+    except ViniferaError as err:
+        raise click.UsageError(str(err)) from None
+    try:
+        return request(control, payload, token=token)
     except ControlError as err:
         raise click.ClickException(str(err)) from None
 
@@ -295,34 +384,37 @@ def _ask(control: str, payload: dict) -> dict:
 @main.command("publish")
 @_control_option
 @click.argument("assignments", nargs=-1, required=True)
-def publish(control: str, assignments: tuple[str, ...]) -> None:
+def publish(control: str, control_token_file: Path | None, assignments: tuple[str, ...]) -> None:
     """Publish an event through a running node: ATTR=VALUE ...
 
     Prints the event id. Example: vinifera-node publish --control /tmp/n1.sock temp=3.5
     """
-    click.echo(_ask(control, {"op": "publish", "assignments": list(assignments)})["eid"])
+    payload = {"op": "publish", "assignments": list(assignments)}
+    click.echo(_ask(control, control_token_file, payload)["eid"])
 
 
 @main.command("subscribe")
 @_control_option
 @click.option("--none", "clear", is_flag=True, help="Unsubscribe (receive nothing).")
 @click.argument("expression", required=False)
-def subscribe(control: str, clear: bool, expression: str | None) -> None:
+def subscribe(
+    control: str, control_token_file: Path | None, clear: bool, expression: str | None
+) -> None:
     """Change a running node's subscription to EXPRESSION."""
     if clear == (expression is not None):
         raise click.UsageError("give an EXPRESSION or --none (not both)")
-    result = _ask(control, {"op": "subscribe", "expr": expression})
+    result = _ask(control, control_token_file, {"op": "subscribe", "expr": expression})
     click.echo(result["subscription"] or "(no subscription)")
 
 
 @main.command("status")
 @_control_option
-def status(control: str) -> None:
+def status(control: str, control_token_file: Path | None) -> None:
     """A running node's state as JSON: identifier, links, primary attribute,
     CRT rows and counters of sent, received, dropped and bad messages."""
     import json
 
-    click.echo(json.dumps(_ask(control, {"op": "status"}), indent=2))
+    click.echo(json.dumps(_ask(control, control_token_file, {"op": "status"}), indent=2))
 
 
 if __name__ == "__main__":

@@ -50,7 +50,12 @@ class Net:
             if isinstance(a, Deliver):
                 self.deliveries.append((src, a.info["eid"]))
                 self.hops.setdefault(a.info["eid"], {}).setdefault(src, a.info["hops"])
-            elif isinstance(a, Send) and a.dest in self.nodes and a.dest not in self.down:
+            elif (
+                isinstance(a, Send)
+                and a.dest in self.nodes
+                and a.dest not in self.down
+                and self.nodes[a.dest].alive  # a node that left hears nothing
+            ):
                 queue.extend((a.dest, x) for x in self.nodes[a.dest].receive(self.now, a.message))
 
     def rounds(self, k):

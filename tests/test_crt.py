@@ -195,3 +195,27 @@ def test_clipped_rows_are_what_moves_in_a_handover():
         ("n1", [IntervalSet.of(50, 100)]),
         ("n2", [IntervalSet.of(200, 250)]),
     ]
+
+
+def test_a_row_that_arrives_after_a_newer_one_is_ignored():
+    """Datagrams reorder: rows carry their sender's clock, the newest wins."""
+    t = crt()
+    t.install("a0", "n1", (f(0, 10),), expiry=9.0, keep_dropped=9.0, sent=2.0)
+    assert t.install("a0", "n1", (f(50, 60),), expiry=9.0, keep_dropped=9.0, sent=1.0) is None
+    assert [x.keys for x in t.row("a0", "n1").filters] == [IntervalSet.of(0, 10)]
+    assert t.install("a0", "n1", (f(50, 60),), expiry=9.0, keep_dropped=9.0, sent=3.0) is not None
+
+
+def test_a_withdrawal_wins_over_older_rows_and_loses_to_newer_ones():
+    t = crt()
+    t.install("a0", "n1", (f(0, 10),), expiry=9.0, keep_dropped=9.0, sent=5.0)
+    assert not t.withdraw("a0", "n1", sent=4.0, now=5.1)  # the row is newer
+    assert t.withdraw("a0", "n1", sent=6.0, now=6.1)
+    # a row sent before the withdrawal, arriving after it: ignored
+    assert t.install("a0", "n1", (f(0, 10),), expiry=9.0, keep_dropped=9.0, sent=5.5) is None
+    assert t.row("a0", "n1") is None
+    # one sent after it: taken; and withdrawals are forgotten in time
+    assert t.install("a0", "n1", (f(0, 10),), expiry=9.0, keep_dropped=9.0, sent=7.0) is not None
+    t.withdraw("a0", "n2", sent=8.0, now=8.0)
+    t.expire(20.0, withdrawals_kept=7.0)
+    assert t.install("a0", "n2", (f(0, 10),), expiry=29.0, keep_dropped=29.0, sent=1.0) is not None

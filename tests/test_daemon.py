@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
+import time
 from contextlib import AsyncExitStack
 
 import msgpack
 import trio
 from daemon_swarm import PERIOD, SCHEMA, publish_and_collect, start_swarm, wait_for
+from wirepeer import aprove
 
 import vinifera
 from vinifera.protocol import messages as m
 from vinifera.protocol.profile import Profile
 from vinifera.subscription import Event
-from vinifera.wire import MAX_DATAGRAM, WIRE_VERSION, NetworkKey, encode
+from vinifera.wire import MAX_DATAGRAM, WIRE_VERSION, Header, NetworkKey, encode
 
 
 async def test_thirty_nodes_deliver_every_event_exactly_once():
@@ -73,27 +76,36 @@ async def test_publish_and_subscribe_through_the_api(tmp_path):
     assert all(r["node"] == a.address and r["v"] == 1 for r in records)
 
 
-async def malformed_stream(key: NetworkKey, sender: str, victim: str, rng: random.Random):
-    """Endless malformed datagrams, cycling through the ways to be wrong."""
-    good = encode(m.Ping(Profile(sender, 1, None)), key)
+async def malformed_stream(
+    key: NetworkKey, sender: str, target: str, victim: str, rng: random.Random
+):
+    """Endless malformed datagrams to `target`, cycling through the ways to be wrong."""
+    seqs = itertools.count(int(time.time() * 1e6))
+
+    def fresh() -> Header:  # a header that passes the replay window
+        return Header(sent=int(time.time() * 1000), seq=next(seqs))
+
+    def tag(b: bytes) -> bytes:
+        return key.tag(b, target) + b
+
+    good = encode(m.Ping(Profile(sender, 1, None)), key, fresh(), target)
     plain = encode(m.Ping(Profile(sender, 1, None)))
     wrong_key = NetworkKey(b"not the swarm's key, but long enough")
+    v = WIRE_VERSION
     kinds = [
         lambda: os.urandom(rng.randrange(1, 200)),  # random bytes
         lambda: good[: rng.randrange(1, len(good))],  # truncated
-        lambda: key.tag(b := good[16 : rng.randrange(17, len(good))]) + b,  # truncated, keyed
-        lambda: key.tag(b := os.urandom(rng.randrange(1, 200))) + b,  # random bytes, keyed
-        lambda: (
-            key.tag(b := msgpack.packb([WIRE_VERSION, 7, ["x", "y"]])) + b
-        ),  # wrong types, keyed
-        lambda: (
-            key.tag(b := msgpack.packb([WIRE_VERSION, 99, [sender, 1, 0, None]])) + b
-        ),  # unknown kind
-        lambda: key.tag(b := msgpack.packb([9, 7, [sender, 1, 0, None]])) + b,  # version
+        lambda: tag(good[16 : rng.randrange(17, len(good))]),  # truncated, keyed
+        lambda: tag(os.urandom(rng.randrange(1, 200))),  # random bytes, keyed
+        lambda: tag(msgpack.packb([v, 7, ["x", "y"]])),  # wrong types, keyed
+        lambda: tag(msgpack.packb([v, 99, [sender, 1, 0, None]])),  # unknown kind
+        lambda: tag(msgpack.packb([9, 7, [sender, 1, 0, None]])),  # version
+        lambda: encode(m.Ping(Profile(sender, 1, None)), key, fresh()),  # tagged for no one
         lambda: os.urandom(MAX_DATAGRAM + 100),  # oversized
         lambda: plain,  # no key
         lambda: encode(m.Ping(Profile(sender, 1, None)), wrong_key),  # wrong key
-        lambda: encode(m.Ping(Profile(victim, 1, None)), key),  # spoofed sender
+        lambda: encode(m.Ping(Profile(victim, 1, None)), key, fresh(), target),  # spoofed
+        lambda: good,  # a replay
     ]
     i = 0
     while True:
@@ -118,7 +130,7 @@ async def test_ten_thousand_malformed_datagrams_change_nothing(tmp_path):
         sender = f"127.0.0.1:{sock.getsockname()[1]}"
         host, port = victim.address.rsplit(":", 1)
         rng = random.Random(9)
-        stream = malformed_stream(key, sender, swarm.nodes[5].address, rng)
+        stream = malformed_stream(key, sender, victim.address, swarm.nodes[5].address, rng)
         sent = 0
         published = []
 
@@ -146,7 +158,7 @@ async def test_ten_thousand_malformed_datagrams_change_nothing(tmp_path):
         status = victim.status()
         counters = status["counters"]
         assert counters["bad"] >= 10_000
-        for reason in ("mac", "msgpack", "field", "kind", "version", "spoofed"):
+        for reason in ("mac", "msgpack", "field", "kind", "version", "spoofed", "replay"):
             assert counters.get(f"bad_{reason}", 0) > 0, reason
         assert victim.runner.node.alive
         # and the swarm still delivers afterwards
@@ -178,7 +190,8 @@ async def test_a_flooding_peer_is_rate_limited():
         await sock.bind(("127.0.0.1", 0))
         me = f"127.0.0.1:{sock.getsockname()[1]}"
         host, port = node.address.rsplit(":", 1)
-        ping = encode(m.Ping(Profile(me, 1, None)))
+        header = await aprove(sock, (host, int(port)))
+        ping = encode(m.Ping(Profile(me, 1, None)), header=header)
         for _ in range(500):
             await sock.sendto(ping, (host, int(port)))
         await wait_for(
@@ -227,9 +240,11 @@ async def test_a_restarted_daemon_does_not_deliver_again_what_its_log_says_it_de
         await sock.bind(("127.0.0.1", 0))
         me = Profile(f"127.0.0.1:{sock.getsockname()[1]}", 1, None)
         host, port = again.address.rsplit(":", 1)
+        header = await aprove(sock, (host, int(port)))
         event = Event.build(SCHEMA, {"a0": 150, "a1": 1})
         for eid in (old, old + 1):  # the late copy, then a new event
-            await sock.sendto(encode(m.EventPush(me, eid, event, 3)), (host, int(port)))
+            push = encode(m.EventPush(me, eid, event, 3), header=header)
+            await sock.sendto(push, (host, int(port)))
         await wait_for(lambda: again.status()["counters"].get("delivered", 0) >= 1, 10, "new")
         await trio.sleep(2 * PERIOD)
         assert again.status()["counters"]["delivered"] == 1

@@ -12,6 +12,7 @@ import trio
 from daemon_swarm import PERIOD, SCHEMA
 from daemon_swarm import wait_for as wait_until
 from test_daemon_processes import ProcessSwarm, wait_for
+from wirepeer import aprove, prove
 
 import vinifera
 from vinifera.fuzz import Fuzzer
@@ -44,7 +45,9 @@ def test_a_node_survives_deep_nesting_and_every_fuzz_family(pair):
     target = parse_address(pair.address[0])
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         sock.bind(("127.0.0.1", 0))
-        fuzzer = Fuzzer(pair.schema, port=sock.getsockname()[1])
+        # proven like a node, so that fuzzed messages carry the cookie and reach the handlers
+        header = prove(sock, target)
+        fuzzer = Fuzzer(pair.schema, port=sock.getsockname()[1], header=header)
         # the one-packet kill of before: arrays nested 1,000 deep where the version goes
         sock.sendto(b"\x93" + b"\x91" * 1_000 + b"\x01\x07\xc0", target)
         wait_for(lambda: _counters(pair).get("bad_depth") == 1, 10, "the deep datagram counted")
@@ -86,10 +89,11 @@ async def test_a_handler_that_raises_costs_that_datagram_only():
             await sock.bind(("127.0.0.1", 0))
             me = Profile(f"127.0.0.1:{sock.getsockname()[1]}", 1, None)
             target = parse_address(node.address)
+            header = await aprove(sock, target)
             event = Event.build(SCHEMA, {"a0": 150, "a1": 1})
             for _ in range(3):
-                await sock.sendto(encode(m.Ping(me)), target)
-            await sock.sendto(encode(m.EventPush(me, 77, event, 3)), target)
+                await sock.sendto(encode(m.Ping(me), header=header), target)
+            await sock.sendto(encode(m.EventPush(me, 77, event, 3), header=header), target)
             await wait_until(
                 lambda: node.status()["counters"].get("delivered") == 1, 10, "the push"
             )

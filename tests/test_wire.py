@@ -23,6 +23,8 @@ from vinifera.ring import RING_MAX
 from vinifera.schema import Attribute, AttrType, Schema
 from vinifera.subscription import Event, Subscription
 from vinifera.wire import (
+    KIND_CHALLENGE,
+    KIND_HELLO,
     MAC_SIZE,
     MAX_DATAGRAM,
     WIRE_VERSION,
@@ -128,7 +130,11 @@ def payload(*items) -> bytes:
     return msgpack.packb(list(items), use_bin_type=True)
 
 
-V = WIRE_VERSION
+def framed(kind, *items) -> bytes:
+    """A datagram of this wire version with an empty header."""
+    return payload(WIRE_VERSION, kind, [0, 0, 0, 0], *items)
+
+
 GOOD_PROFILE = ["127.0.0.1:7000", 1, 0, None]
 
 BAD = {
@@ -138,91 +144,119 @@ BAD = {
     "truncated": (encode(m.Ping(prof()))[:-3], "msgpack"),
     "trailing bytes": (encode(m.Ping(prof())) + b"\x00", "msgpack"),
     "a map": (msgpack.packb({"v": 1}), "msgpack"),
-    "binary": (payload(V, 7, GOOD_PROFILE, b"\x00"), "msgpack"),
+    "binary": (framed(7, GOOD_PROFILE, b"\x00"), "msgpack"),
     "not an array": (msgpack.packb(5), "msgpack"),
-    "version 99": (payload(99, 7, GOOD_PROFILE), "version"),
-    "bool version": (payload(True, 7, GOOD_PROFILE), "version"),
-    "unknown kind": (payload(V, 99, GOOD_PROFILE), "kind"),
-    "string kind": (payload(V, "ping", GOOD_PROFILE), "kind"),
-    "extra field": (payload(V, 7, GOOD_PROFILE, 1), "field"),
-    "hostname": (payload(V, 7, ["localhost:7000", 1, 0, None]), "field"),
-    "non-canonical address": (payload(V, 7, ["127.000.0.1:7000", 1, 0, None]), "field"),
-    "port 0": (payload(V, 7, ["127.0.0.1:0", 1, 0, None]), "field"),
-    "negative ident": (payload(V, 7, ["127.0.0.1:7000", -1, 0, None]), "field"),
-    "float ident": (payload(V, 7, ["127.0.0.1:7000", 1.0, 0, None]), "field"),
-    "bool ident": (payload(V, 7, ["127.0.0.1:7000", True, 0, None]), "field"),
-    "float seq": (payload(V, 7, ["127.0.0.1:7000", 1, 0.0, None]), "field"),
+    "version 1": (payload(1, 7, GOOD_PROFILE), "version"),
+    "bool version": (payload(True, 7, [0, 0, 0, 0], GOOD_PROFILE), "version"),
+    "no header": (payload(WIRE_VERSION, 7, GOOD_PROFILE), "field"),
+    "header of 3": (payload(WIRE_VERSION, 7, [0, 0, 0], GOOD_PROFILE), "field"),
+    "negative cookie": (payload(WIRE_VERSION, 7, [-1, 0, 0, 0], GOOD_PROFILE), "field"),
+    "float seq in header": (payload(WIRE_VERSION, 7, [0, 0, 0, 1.5], GOOD_PROFILE), "field"),
+    "no profile": (payload(WIRE_VERSION, 7, [0, 0, 0, 0]), "field"),
+    "hello with cookie 0": (payload(WIRE_VERSION, KIND_HELLO, 0), "field"),
+    "hello with a string": (payload(WIRE_VERSION, KIND_HELLO, "x"), "field"),
+    "challenge with more": (payload(WIRE_VERSION, KIND_CHALLENGE, 5, 6), "field"),
+    "challenge with a float": (payload(WIRE_VERSION, KIND_CHALLENGE, 5.0), "field"),
+    "unknown kind": (framed(99, GOOD_PROFILE), "kind"),
+    "string kind": (framed("ping", GOOD_PROFILE), "kind"),
+    "extra field": (framed(7, GOOD_PROFILE, 1), "field"),
+    "hostname": (framed(7, ["localhost:7000", 1, 0, None]), "field"),
+    "non-canonical address": (framed(7, ["127.000.0.1:7000", 1, 0, None]), "field"),
+    "port 0": (framed(7, ["127.0.0.1:0", 1, 0, None]), "field"),
+    "negative ident": (framed(7, ["127.0.0.1:7000", -1, 0, None]), "field"),
+    "float ident": (framed(7, ["127.0.0.1:7000", 1.0, 0, None]), "field"),
+    "bool ident": (framed(7, ["127.0.0.1:7000", True, 0, None]), "field"),
+    "float seq": (framed(7, ["127.0.0.1:7000", 1, 0.0, None]), "field"),
     "NaN in subscription": (
-        payload(V, 7, ["127.0.0.1:7000", 1, 0, [["temp", math.nan, 1.0]]]),
+        framed(7, ["127.0.0.1:7000", 1, 0, [["temp", math.nan, 1.0]]]),
         "field",
     ),
-    "unknown attribute": (payload(V, 7, ["127.0.0.1:7000", 1, 0, [["x", 1, 2]]]), "field"),
-    "inverted range": (payload(V, 7, ["127.0.0.1:7000", 1, 0, [["temp", 5.0, 1.0]]]), "field"),
-    "NaN age": (payload(V, 3, GOOD_PROFILE, [[GOOD_PROFILE, math.nan]]), "field"),
-    "infinite age": (payload(V, 3, GOOD_PROFILE, [[GOOD_PROFILE, math.inf]]), "field"),
-    "negative age": (payload(V, 3, GOOD_PROFILE, [[GOOD_PROFILE, -1.0]]), "field"),
-    "too many entries": (payload(V, 3, GOOD_PROFILE, [[GOOD_PROFILE, 0.0]] * 65), "field"),
+    "unknown attribute": (framed(7, ["127.0.0.1:7000", 1, 0, [["x", 1, 2]]]), "field"),
+    "inverted range": (framed(7, ["127.0.0.1:7000", 1, 0, [["temp", 5.0, 1.0]]]), "field"),
+    "NaN age": (framed(3, GOOD_PROFILE, [[GOOD_PROFILE, math.nan]]), "field"),
+    "infinite age": (framed(3, GOOD_PROFILE, [[GOOD_PROFILE, math.inf]]), "field"),
+    "negative age": (framed(3, GOOD_PROFILE, [[GOOD_PROFILE, -1.0]]), "field"),
+    "too many entries": (framed(3, GOOD_PROFILE, [[GOOD_PROFILE, 0.0]] * 65), "field"),
     "event without its attribute": (
-        payload(V, 13, GOOD_PROFILE, 1, [["temp", 1.0]], "city", 5, 0, True),
+        framed(13, GOOD_PROFILE, 1, [["temp", 1.0]], "city", 5, 0, True),
         "field",
     ),
     "event value out of domain": (
-        payload(V, 13, GOOD_PROFILE, 1, [["temp", 99.0]], "temp", 5, 0, True),
+        framed(13, GOOD_PROFILE, 1, [["temp", 99.0]], "temp", 5, 0, True),
         "field",
     ),
-    "int up flag": (payload(V, 13, GOOD_PROFILE, 1, [["temp", 1.0]], "temp", 5, 0, 1), "field"),
+    "int up flag": (framed(13, GOOD_PROFILE, 1, [["temp", 1.0]], "temp", 5, 0, 1), "field"),
     "too many hops": (
-        payload(V, 13, GOOD_PROFILE, 1, [["temp", 1.0]], "temp", 5, 5000, True),
+        framed(13, GOOD_PROFILE, 1, [["temp", 1.0]], "temp", 5, 5000, True),
         "field",
     ),
     "push with a negative event id": (
-        payload(V, 17, GOOD_PROFILE, -1, [["temp", 1.0]], 2),
+        framed(17, GOOD_PROFILE, -1, [["temp", 1.0]], 2),
         "field",
     ),
-    "push without hops": (payload(V, 17, GOOD_PROFILE, 1, [["temp", 1.0]]), "field"),
-    "push value out of domain": (payload(V, 17, GOOD_PROFILE, 1, [["temp", 99.0]], 2), "field"),
+    "push without hops": (framed(17, GOOD_PROFILE, 1, [["temp", 1.0]]), "field"),
+    "push value out of domain": (framed(17, GOOD_PROFILE, 1, [["temp", 99.0]], 2), "field"),
     "filter without depth": (
-        payload(V, 10, GOOD_PROFILE, "temp", [[[[0, 1]], []]], False),
+        framed(10, GOOD_PROFILE, "temp", [[[[0, 1]], []]], False, 0.0),
         "field",
     ),
-    "filter with empty keys": (payload(V, 10, GOOD_PROFILE, "temp", [[0, [], []]], False), "field"),
+    "filter with empty keys": (
+        framed(10, GOOD_PROFILE, "temp", [[0, [], []]], False, 0.0),
+        "field",
+    ),
     "filter with inverted keys": (
-        payload(V, 10, GOOD_PROFILE, "temp", [[0, [[5, 1]], []]], False),
+        framed(10, GOOD_PROFILE, "temp", [[0, [[5, 1]], []]], False, 0.0),
         "field",
     ),
     "filter box unsorted": (
-        payload(
-            V, 10, GOOD_PROFILE, "temp", [[0, [[0, 1]], [["temp", [[0, 1]]], ["city", [[0, 1]]]]]]
+        framed(
+            10,
+            GOOD_PROFILE,
+            "temp",
+            [[0, [[0, 1]], [["temp", [[0, 1]]], ["city", [[0, 1]]]]]],
+            False,
+            0.0,
         ),
         "field",
     ),
     "filter box repeats": (
-        payload(
-            V, 10, GOOD_PROFILE, "temp", [[0, [[0, 1]], [["city", [[0, 1]]], ["city", [[0, 1]]]]]]
+        framed(
+            10,
+            GOOD_PROFILE,
+            "temp",
+            [[0, [[0, 1]], [["city", [[0, 1]]], ["city", [[0, 1]]]]]],
+            False,
+            0.0,
         ),
         "field",
     ),
-    "fresh not a boolean": (payload(V, 10, GOOD_PROFILE, "temp", [], 1), "field"),
-    "install without fresh": (payload(V, 10, GOOD_PROFILE, "temp", []), "field"),
+    "fresh not a boolean": (framed(10, GOOD_PROFILE, "temp", [], 1, 0.0), "field"),
+    "install sent before the epoch": (
+        framed(10, GOOD_PROFILE, "temp", [], True, -1.0),
+        "field",
+    ),
+    "install sent at NaN": (framed(10, GOOD_PROFILE, "temp", [], True, math.nan), "field"),
+    "install without fresh": (framed(10, GOOD_PROFILE, "temp", []), "field"),
     "negative filter depth": (
-        payload(V, 10, GOOD_PROFILE, "temp", [[-1, [[0, 1]], []]], False),
+        framed(10, GOOD_PROFILE, "temp", [[-1, [[0, 1]], []]], False, 0.0),
         "field",
     ),
     "too many filters": (
-        payload(V, 10, GOOD_PROFILE, "temp", [[0, [[0, 1]], []]] * 65, False),
+        framed(10, GOOD_PROFILE, "temp", [[0, [[0, 1]], []]] * 65, False, 0.0),
         "field",
     ),
-    "negative digest": (payload(V, 11, GOOD_PROFILE, [["temp", -1]]), "field"),
+    "negative digest": (framed(11, GOOD_PROFILE, [["temp", -1]]), "field"),
     "refresh repeats an attribute": (
-        payload(V, 11, GOOD_PROFILE, [["temp", 1], ["temp", 2]]),
+        framed(11, GOOD_PROFILE, [["temp", 1], ["temp", 2]]),
         "field",
     ),
-    "withdraw of an unknown attribute": (payload(V, 12, GOOD_PROFILE, ["x"]), "field"),
-    "row request repeats an attribute": (payload(V, 18, GOOD_PROFILE, ["temp", "temp"]), "field"),
-    "infinite load": (payload(V, 14, GOOD_PROFILE, math.inf, None, 0.0), "field"),
-    "negative forwarding load": (payload(V, 14, GOOD_PROFILE, 1.0, None, -0.5), "field"),
-    "NaN forwarding load": (payload(V, 14, GOOD_PROFILE, 1.0, None, math.nan), "field"),
-    "load report without forwarding load": (payload(V, 14, GOOD_PROFILE, 1.0, None), "field"),
+    "withdraw of an unknown attribute": (framed(12, GOOD_PROFILE, ["x"], 0.0), "field"),
+    "withdraw without a time": (framed(12, GOOD_PROFILE, ["temp"]), "field"),
+    "row request repeats an attribute": (framed(18, GOOD_PROFILE, ["temp", "temp"]), "field"),
+    "infinite load": (framed(14, GOOD_PROFILE, math.inf, None, 0.0), "field"),
+    "negative forwarding load": (framed(14, GOOD_PROFILE, 1.0, None, -0.5), "field"),
+    "NaN forwarding load": (framed(14, GOOD_PROFILE, 1.0, None, math.nan), "field"),
+    "load report without forwarding load": (framed(14, GOOD_PROFILE, 1.0, None), "field"),
 }
 
 
@@ -400,7 +434,7 @@ def test_bad_addresses_are_refused(text):
 
 def test_a_batch_encodes_each_message_once_and_keeps_destinations():
     from vinifera.protocol.actions import Send
-    from vinifera.wire import encode_sends
+    from vinifera.wire import encode_sends, frame
 
     p = prof()
     down = m.EventMessage(p, 1, EVENT, "temp", 5, 2, False)
@@ -412,8 +446,8 @@ def test_a_batch_encodes_each_message_once_and_keeps_destinations():
     assert out[0][1] is out[1][1]  # one message to two places, encoded once
     assert out[2][1] is not out[0][1]
     decoder = Decoder(SCHEMA)
-    assert [decoder.decode_untrusted(d[0]).up for _, d in out[:3]] == [False, False, True]
-    assert type(decoder.decode_untrusted(out[3][1][0])) is m.Ping
+    assert [decoder.decode_untrusted(frame(b[0])).up for _, b in out[:3]] == [False, False, True]
+    assert type(decoder.decode_untrusted(frame(out[3][1][0]))) is m.Ping
 
 
 # ------------------------------------------------------------- hostile families

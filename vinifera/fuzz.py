@@ -30,7 +30,20 @@ from vinifera.ranges import IntervalSet
 from vinifera.ring import RING_MAX
 from vinifera.schema import Schema
 from vinifera.subscription import Event, Subscription
-from vinifera.wire import MAX_CONTENT_ENTRIES, MAX_DATAGRAM, NetworkKey, encode
+from vinifera.wire import (
+    KIND_CHALLENGE,
+    KIND_HELLO,
+    MAX_CONTENT_ENTRIES,
+    MAX_DATAGRAM,
+    NO_HEADER,
+    WIRE_VERSION,
+    Challenge,
+    Header,
+    Hello,
+    NetworkKey,
+    encode,
+    encode_handshake,
+)
 
 # msgpack's unpacker refuses nesting past this, so deeper input tests nothing new.
 MSGPACK_MAX_DEPTH = 1_023
@@ -154,9 +167,17 @@ class Fuzzer:
 
     FAMILIES = ("bytes", "garbage", "mutate", "replace", "deep", "huge")
 
-    def __init__(self, schema: Schema, key: NetworkKey | None = None, port: int = 7000) -> None:
+    def __init__(
+        self,
+        schema: Schema,
+        key: NetworkKey | None = None,
+        port: int = 7000,
+        header: Header = NO_HEADER,
+    ) -> None:
         self.key = key
-        self.samples = [encode(msg) for msg in sample_messages(schema, port)]
+        # `header`: a live node's cookie, so that what survives reaches its handlers
+        self.samples = [encode(msg, header=header) for msg in sample_messages(schema, port)]
+        self.samples += [encode_handshake(Hello(2**64 - 1)), encode_handshake(Challenge(1))]
         self.plains = [msgpack.unpackb(s, raw=False) for s in self.samples]
 
     def datagram(self, rng: random.Random, family: str) -> bytes:
@@ -175,7 +196,9 @@ class Fuzzer:
 
     def _garbage(self, rng: random.Random) -> bytes:
         kind = rng.randrange(20)
-        items = [1, kind, _plain_value(rng)] + [_plain_value(rng) for _ in range(rng.randrange(8))]
+        kind = rng.choice([kind, KIND_HELLO, KIND_CHALLENGE]) if rng.random() < 0.2 else kind
+        head = [WIRE_VERSION, kind, _plain_value(rng)]
+        items = head + [_plain_value(rng) for _ in range(rng.randrange(8))]
         return _pack(items)
 
     def _mutate(self, rng: random.Random) -> bytes:

@@ -1,8 +1,11 @@
 """The wire format: protocol messages as msgpack datagrams, and back.
 
-Layout of one datagram (see docs/protocol.md, "Wire format"):
+Layout of one datagram (see docs/protocol.md, "Transport and wire format"):
 
-    [MAC (16 bytes, only with a network key)] msgpack([version, kind, profile, *fields])
+    [MAC (16 bytes, only with a network key)] msgpack([version, kind, header, profile, *fields])
+    header = [cookie, offer, sent, seq]: address proof (keyless swarms) and
+             replay protection (keyed swarms), see Header
+    handshake: msgpack([version, HELLO or CHALLENGE, cookie]), no profile
 
 `decode_untrusted` is the only function that turns bytes from the network
 into a message. It checks the size first, then the MAC, then parses with
@@ -19,8 +22,10 @@ import hashlib
 import hmac
 import ipaddress
 import math
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import msgpack
 
@@ -33,7 +38,10 @@ from vinifera.ring import RING_MAX
 from vinifera.schema import Schema
 from vinifera.subscription import Event, Subscription
 
-WIRE_VERSION = 2  # 2: aggregated CRT rows (Install, Refresh, RowRequest, Withdraw, Handover)
+# 2: aggregated CRT rows (Install, Refresh, RowRequest, Withdraw, Handover);
+# 3: the per-datagram header and handshake kinds (address proof, replay
+# window), and rows stamped with the sender's clock (Install, Withdraw)
+WIRE_VERSION = 3
 # UDP on IPv4 carries at most 65,507 payload bytes; stay clear of it.
 MAX_DATAGRAM = 60_000
 MAC_SIZE = 16
@@ -48,10 +56,14 @@ DIGEST_MAX = (1 << 64) - 1
 MAX_ADDRESS_LEN = 64
 MAX_STRING = 1_024
 MAX_AGE = 1e7  # seconds; ages beyond this are nonsense, not old news
+MAX_CLOCK = 1e13  # a sender's clock (Unix seconds for daemons), for ordering only
 MAX_HOPS = 1_024
 MAX_LOAD = 1e9
 EID_LIMIT = 1 << 63
 SEQ_LIMIT = 1 << 63
+U64 = (1 << 64) - 1
+# Room the header (and tag) take besides a message body: 1 + 4 x 9 bytes packed.
+HEADER_ROOM = 64
 # The deepest honest datagram nests arrays 9 deep (a Handover's row's
 # filter's box constraint's interval). msgpack accepts 1,023 levels, deep enough to
 # exhaust Python's recursion in anything that walks the result (repr, hash,
@@ -86,7 +98,77 @@ class OversizeError(ViniferaError):
     """A message that cannot be sent in one datagram and cannot be split."""
 
 
+class Header(NamedTuple):
+    """Per-datagram framing, outside the protocol message (the daemon's
+    concern; the simulator never encodes). 0 means absent."""
+
+    # Keyless swarms: the receiver's cookie for us (proof that we receive at
+    # our address, docs/protocol.md "Address proof") ...
+    cookie: int = 0
+    # ... and ours for the receiver, until it shows it holds it.
+    offer: int = 0
+    # Keyed swarms (inside the MAC): the sender's clock in milliseconds and
+    # its datagram counter (replay window).
+    sent: int = 0
+    seq: int = 0
+
+
+NO_HEADER = Header()
+
+
+class Hello(NamedTuple):
+    """First contact: here is my cookie for you; answer with yours."""
+
+    offer: int
+
+
+class Challenge(NamedTuple):
+    """Prove that you receive at your address: put `cookie` in what you send me."""
+
+    cookie: int
+
+
+class Framed(NamedTuple):
+    """A decoded protocol datagram."""
+
+    header: Header
+    message: m.Message
+
+
+class Body(NamedTuple):
+    """A message encoded up to (not including) its per-datagram header:
+    event copies to many neighbours share one body."""
+
+    kind: int
+    items: int  # array items after the header: the profile and the fields
+    data: bytes
+
+
 # ---------------------------------------------------------------- network key
+
+
+MIN_SECRET = 16
+
+
+def secret_bytes(data: bytes, what: str) -> bytes:
+    """A shared secret as given (a file's bytes): surrounding whitespace
+    ignored, 16 bytes or more."""
+    secret = data.strip()
+    if len(secret) < MIN_SECRET:
+        raise ViniferaError(f"{what} too short: {len(secret)} bytes (need at least {MIN_SECRET})")
+    return secret
+
+
+def read_secret(path: str | Path, what: str) -> bytes:
+    """A secret file's checked bytes (secret_bytes), or a ViniferaError naming the file."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as err:
+        raise ViniferaError(f"cannot read {what} file {path}: {err.strerror}") from None
+    try:
+        return secret_bytes(data, what)
+    except ViniferaError as err:
+        raise ViniferaError(f"{path}: {err}") from None
 
 
 class NetworkKey:
@@ -96,29 +178,23 @@ class NetworkKey:
 
     __slots__ = ("_key",)
 
-    MIN_SECRET = 16
-
     def __init__(self, secret: bytes) -> None:
-        secret = secret.strip()
-        if len(secret) < self.MIN_SECRET:
-            raise ViniferaError(
-                f"network key too short: {len(secret)} bytes (need at least {self.MIN_SECRET})"
-            )
+        secret = secret_bytes(secret, "network key")
         self._key = hashlib.blake2b(secret, digest_size=32, person=b"vinifera-netkey").digest()
 
     @classmethod
     def load(cls, path: str | Path) -> NetworkKey:
-        try:
-            data = Path(path).read_bytes()
-        except OSError as err:
-            raise ViniferaError(f"cannot read network key file {path}: {err.strerror}") from None
-        try:
-            return cls(data)
-        except ViniferaError as err:
-            raise ViniferaError(f"{path}: {err}") from None
+        return cls(read_secret(path, "network key"))
 
-    def tag(self, payload: bytes) -> bytes:
-        return hashlib.blake2b(payload, key=self._key, digest_size=MAC_SIZE).digest()
+    def tag(self, payload: bytes, dest: str = "") -> bytes:
+        """The MAC of a datagram to `dest` (its receiver's address, not sent:
+        the receiver knows its own), so a datagram captured on its way to
+        one node is worthless at any other."""
+        h = hashlib.blake2b(key=self._key, digest_size=MAC_SIZE)
+        d = dest.encode()
+        h.update(bytes((len(d),)) + d)
+        h.update(payload)
+        return h.digest()
 
     def __repr__(self) -> str:
         return "NetworkKey(<secret>)"
@@ -174,6 +250,9 @@ _KINDS: dict[type, int] = {
     m.EventPush: 17,
     m.RowRequest: 18,
 }
+# Handshake kinds: no profile, no header; far from the protocol's numbers.
+KIND_HELLO = 100
+KIND_CHALLENGE = 101
 
 
 def _plain_sub(sub: Subscription | None):
@@ -201,10 +280,11 @@ _WRITERS: dict[type, Callable[[m.Message], list]] = {
     **{cls: (lambda msg: []) for cls in (m.Join, m.Ping, m.Pong, m.Leave)},
     **{cls: _gossip_out for cls in (m.JoinReply, m.Shuffle, m.ShuffleReply, m.TmanRequest,
                                     m.TmanReply)},
-    m.Install: lambda msg: [msg.attr, [_filter_out(f) for f in msg.filters], msg.fresh],
+    m.Install: lambda msg: [msg.attr, [_filter_out(f) for f in msg.filters], msg.fresh,
+                            float(msg.sent)],
     m.Refresh: lambda msg: [[[a, d] for a, d in msg.digests]],
     m.RowRequest: lambda msg: [list(msg.attrs)],
-    m.Withdraw: lambda msg: [list(msg.attrs)],
+    m.Withdraw: lambda msg: [list(msg.attrs), float(msg.sent)],
     m.EventMessage: lambda msg: [msg.eid, msg.event.to_plain(), msg.attr, msg.key, msg.hops,
                                  msg.up],
     m.EventPush: lambda msg: [msg.eid, msg.event.to_plain(), msg.hops],
@@ -217,52 +297,97 @@ _WRITERS: dict[type, Callable[[m.Message], list]] = {
 }  # fmt: skip
 
 
-def encode(msg: m.Message, key: NetworkKey | None = None) -> bytes:
+_packers = threading.local()
+
+
+def _pack(value) -> bytes:
+    """msgpack.packb with one Packer per thread: packb makes a Packer, with
+    a 256 KiB buffer, per call; two of those per datagram sent fragmented
+    the C heap of a busy daemon (its RSS crept up while its Python heap
+    stayed flat)."""
+    packer = getattr(_packers, "packer", None)
+    if packer is None:
+        packer = _packers.packer = msgpack.Packer(use_bin_type=True, buf_size=1 << 16)
+    return packer.pack(value)
+
+
+def body(msg: m.Message) -> Body:
+    """The message's kind, profile and fields, packed once."""
+    items = [_profile(msg.profile), *_WRITERS[type(msg)](msg)]
+    packed = _pack(items)
+    # Fewer than 16 items: a one-byte array header, dropped for framing.
+    return Body(_KINDS[type(msg)], len(items), packed[1:])
+
+
+def frame(
+    b: Body, header: Header = NO_HEADER, key: NetworkKey | None = None, dest: str = ""
+) -> bytes:
+    """One datagram: version, kind and header in front of a body (items fit
+    a one-byte array header: 3 + at most 7), tagged with the key if any (for
+    the receiver at `dest`)."""
+    head = _pack(list(header))
+    payload = bytes((0x90 + 3 + b.items, WIRE_VERSION, b.kind)) + head + b.data
+    return payload if key is None else key.tag(payload, dest) + payload
+
+
+def encode(
+    msg: m.Message, key: NetworkKey | None = None, header: Header = NO_HEADER, dest: str = ""
+) -> bytes:
     """One message as one datagram (may exceed MAX_DATAGRAM: see encode_datagrams)."""
-    payload = msgpack.packb(
-        [WIRE_VERSION, _KINDS[type(msg)], _profile(msg.profile), *_WRITERS[type(msg)](msg)],
-        use_bin_type=True,
-    )
-    return payload if key is None else key.tag(payload) + payload
+    return frame(body(msg), header, key, dest)
 
 
-def encode_datagrams(msg: m.Message, key: NetworkKey | None = None) -> list[bytes]:
-    """The message as datagrams of at most MAX_DATAGRAM bytes: gossip
-    samples are truncated; anything else that does not fit raises
-    OversizeError (content rows are capped far below a datagram:
+def encode_handshake(hs: Hello | Challenge, key: NetworkKey | None = None, dest: str = "") -> bytes:
+    kind = KIND_HELLO if type(hs) is Hello else KIND_CHALLENGE
+    payload = _pack([WIRE_VERSION, kind, hs[0]])
+    return payload if key is None else key.tag(payload, dest) + payload
+
+
+def encode_bodies(msg: m.Message) -> list[Body]:
+    """The message as bodies that each fit one datagram with its header and
+    tag: gossip samples are truncated; anything else that does not fit
+    raises OversizeError (content rows are capped far below a datagram:
     ContentConfig.max_filters_per_row and max_intervals)."""
     t = type(msg)
     if t in _GOSSIP and len(msg.entries) > MAX_GOSSIP_ENTRIES:
         msg = t(msg.profile, msg.entries[:MAX_GOSSIP_ENTRIES])
-    data = encode(msg, key)
-    if len(data) <= MAX_DATAGRAM:
-        return [data]
+    b = body(msg)
+    if len(b.data) + HEADER_ROOM <= MAX_DATAGRAM:
+        return [b]
     entries = getattr(msg, "entries", ())
     if t in _GOSSIP and len(entries) > 1:
-        return encode_datagrams(type(msg)(msg.profile, entries[: len(entries) // 2]), key)
+        return encode_bodies(type(msg)(msg.profile, entries[: len(entries) // 2]))
     raise OversizeError(f"{t.__name__} does not fit in one datagram")
 
 
-def encode_sends(sends, key: NetworkKey | None = None) -> list[tuple]:
-    """(destination, datagrams) for a batch of Send actions; datagrams is
-    None for a message that cannot be sent (OversizeError). The copies of
-    one event that a node forwards are one message object sent to several
-    destinations, so each message is encoded once."""
+def encode_datagrams(
+    msg: m.Message, key: NetworkKey | None = None, header: Header = NO_HEADER
+) -> list[bytes]:
+    """The message as datagrams of at most MAX_DATAGRAM bytes (encode_bodies)."""
+    return [frame(b, header, key) for b in encode_bodies(msg)]
+
+
+def encode_sends(sends) -> list[tuple]:
+    """(destination, bodies) for a batch of Send actions; bodies is None
+    for a message that cannot be sent (OversizeError). The copies of one
+    event that a node forwards are one message object sent to several
+    destinations, so each message is encoded once; the driver frames each
+    datagram (frame)."""
     out = []
-    memo: dict[int, list[bytes] | None] = {}  # id(message) -> datagrams, for this batch
-    last = datagrams = None
+    memo: dict[int, list[Body] | None] = {}  # id(message) -> bodies, for this batch
+    last = bodies = None
     for send in sends:
         msg = send.message
         if msg is not last:  # copies of one message come one after another
-            datagrams = memo.get(id(msg), memo)
-            if datagrams is memo:
+            bodies = memo.get(id(msg), memo)
+            if bodies is memo:
                 try:
-                    datagrams = encode_datagrams(msg, key)
+                    bodies = encode_bodies(msg)
                 except OversizeError:
-                    datagrams = None
-                memo[id(msg)] = datagrams
+                    bodies = None
+                memo[id(msg)] = bodies
             last = msg
-        out.append((send.dest, datagrams))
+        out.append((send.dest, bodies))
     return out
 
 
@@ -390,6 +515,16 @@ class _Reader:
         return lambda prof: cls(prof, tuple(entries))
 
 
+def _header(x) -> Header:
+    cookie, offer, sent, seq = _array(x, 4, "header", exact=4)
+    return Header(
+        _int(cookie, 0, U64, "cookie"),
+        _int(offer, 0, U64, "offer"),
+        _int(sent, 0, U64, "sent"),
+        _int(seq, 0, U64, "seq"),
+    )
+
+
 def _arity(n: int):
     def check(fields: tuple) -> tuple:
         if len(fields) != n:
@@ -425,12 +560,13 @@ def _read_attrs(r: _Reader, x) -> tuple:
 
 
 def _read_install(r: _Reader, f: tuple):
-    attr, raw, fresh = _arity(3)(f)
+    attr, raw, fresh, sent = _arity(4)(f)
     attr = _attr(attr, r.schema)
     filters = _read_filters(r, raw)
     if type(fresh) is not bool:
         raise _fail("fresh must be a boolean")
-    return lambda p: m.Install(p, attr, filters, fresh)
+    sent = _float(sent, 0.0, MAX_CLOCK, "sent")
+    return lambda p: m.Install(p, attr, filters, fresh, sent)
 
 
 def _read_refresh(r: _Reader, f: tuple):
@@ -451,9 +587,10 @@ def _read_row_request(r: _Reader, f: tuple):
 
 
 def _read_withdraw(r: _Reader, f: tuple):
-    (raw,) = _arity(1)(f)
+    raw, sent = _arity(2)(f)
     attrs = _read_attrs(r, raw)
-    return lambda p: m.Withdraw(p, attrs)
+    sent = _float(sent, 0.0, MAX_CLOCK, "sent")
+    return lambda p: m.Withdraw(p, attrs, sent)
 
 
 def _read_event(r: _Reader, f: tuple):
@@ -552,12 +689,20 @@ def _too_deep(top: tuple, limit: int) -> bool:
 class Decoder:
     """Decodes datagrams for one swarm (its schema and optional key)."""
 
-    def __init__(self, schema: Schema, key: NetworkKey | None = None) -> None:
+    def __init__(self, schema: Schema, key: NetworkKey | None = None, local: str = "") -> None:
         self.key = key
+        # Our own address: keyed datagrams are tagged for their receiver.
+        self.local = local
         self._reader = _Reader(schema)
 
-    def decode_untrusted(self, data: bytes) -> m.Message:
-        """Bytes from the network to a message, or WireError. Never anything else."""
+    def decode_untrusted(self, data: bytes) -> m.Message | Hello | Challenge:
+        """Bytes from the network to a message (or a handshake), or WireError."""
+        d = self.decode_datagram_untrusted(data)
+        return d.message if type(d) is Framed else d
+
+    def decode_datagram_untrusted(self, data: bytes) -> Framed | Hello | Challenge:
+        """Bytes from the network to a framed message or a handshake, or
+        WireError. Never anything else."""
         if type(data) is not bytes:
             raise WireError("size", f"expected bytes, got {type(data).__name__}")
         if not 1 <= len(data) <= MAX_DATAGRAM:
@@ -566,7 +711,7 @@ class Decoder:
             if len(data) <= MAC_SIZE:
                 raise WireError("mac", "too short for a tag")
             tag, data = data[:MAC_SIZE], data[MAC_SIZE:]
-            if not hmac.compare_digest(tag, self.key.tag(data)):
+            if not hmac.compare_digest(tag, self.key.tag(data, self.local)):
                 raise WireError("mac", "tag does not verify")
         try:
             top = msgpack.unpackb(data, **_UNPACK_LIMITS)
@@ -579,9 +724,17 @@ class Decoder:
         version, kind = top[0], top[1]
         if version != WIRE_VERSION or type(version) is not int:
             raise WireError("version", f"unsupported wire version {brief(version, 20)}")
+        if kind in (KIND_HELLO, KIND_CHALLENGE) and type(kind) is int:
+            if len(top) != 3:
+                raise WireError("field", f"handshake with {len(top)} items")
+            value = _int(top[2], 1, U64, "cookie")
+            return Hello(value) if kind == KIND_HELLO else Challenge(value)
         reader = _READERS.get(kind) if type(kind) is int else None
         if reader is None:
             raise WireError("kind", f"unknown message kind {brief(kind, 20)}")
-        profile = self._reader.profile(top[2])
-        build = reader(self._reader, top[3:])
-        return build(profile)
+        if len(top) < 4:
+            raise WireError("field", "no profile")
+        header = _header(top[2])
+        profile = self._reader.profile(top[3])
+        build = reader(self._reader, top[4:])
+        return Framed(header, build(profile))

@@ -1,19 +1,25 @@
 """The local control endpoint of a running node, and its client.
 
-ADDR is a Unix socket path (anything containing '/'), or HOST:PORT on a
-loopback address: the endpoint is unauthenticated, so it is never offered
-to the network. Protocol: one JSON object per line each way.
+ADDR is a Unix socket path (anything containing '/'), created mode 0600 (under
+a restrictive umask, so there is no moment at which another user could
+connect); or HOST:PORT on a loopback address, which any local user can reach,
+so it is served only with a token (`ControlToken`, a file like the network
+key) that every request must carry. Never a routable address. Protocol: one
+JSON object per line each way.
 
     {"op": "publish", "values": {"temp": 3.5}}  -> {"ok": true, "result": {"eid": ...}}
     {"op": "publish", "assignments": ["temp=3.5", "city=Oslo"]}  (parsed as on the CLI)
     {"op": "subscribe", "expr": "temp in [0, 5]"}  (null unsubscribes)
     {"op": "status"}
+    ... and with a token, every request also has "token": ControlToken.proof
 Errors come back as {"ok": false, "error": "..."}; the node keeps running.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import ipaddress
 import json
 import os
@@ -25,8 +31,11 @@ import trio
 
 from vinifera.errors import ViniferaError
 from vinifera.expr import parse_event
+from vinifera.wire import read_secret, secret_bytes
 
 MAX_REQUEST = 1 << 16
+# sun_path is 108 bytes on Linux, 104 on the BSDs.
+MAX_UNIX_PATH = 104
 
 
 class ControlError(ViniferaError):
@@ -47,8 +56,55 @@ def parse_tcp(addr: str) -> tuple[str, int]:
     except ValueError:
         loopback = host == "localhost"
     if not loopback:
-        raise ControlError(f"control address {addr!r} must be on a loopback address")
+        raise ControlError(
+            f"control address {addr!r} must be a socket path or on a loopback address "
+            "(the endpoint drives the node: it is never offered to the network)"
+        )
     return host, int(port)
+
+
+def check_control(addr: str, token: ControlToken | None) -> None:
+    """Everything that can be known about a control address before binding
+    it (ControlError): so a bad one is a usage error, not a failure after
+    the node has joined."""
+    if is_unix(addr):
+        path = Path(addr)
+        if len(os.fsencode(addr)) > MAX_UNIX_PATH:
+            raise ControlError(f"control socket path too long ({len(addr)} > {MAX_UNIX_PATH})")
+        if not path.parent.is_dir():
+            raise ControlError(f"control socket {addr}: no directory {path.parent}")
+        if (path.exists() or path.is_symlink()) and not stat.S_ISSOCK(path.lstat().st_mode):
+            raise ControlError(f"{addr} exists and is not a socket; refusing to replace it")
+        return
+    parse_tcp(addr)
+    if token is None:
+        raise ControlError(
+            f"a TCP control endpoint ({addr}) is open to every local user: give it a token "
+            "file (--control-token-file), or use a socket path"
+        )
+
+
+class ControlToken:
+    """A shared secret for the control endpoint, read from a file (16 bytes
+    or more, surrounding whitespace ignored). Requests carry `proof`, a hash
+    of it, never the secret itself."""
+
+    __slots__ = ("proof",)
+
+    def __init__(self, secret: bytes) -> None:
+        secret = secret_bytes(secret, "control token")
+        self.proof = hashlib.blake2b(secret, digest_size=32, person=b"vinifera-ctl").hexdigest()
+
+    @classmethod
+    def load(cls, path: str | Path) -> ControlToken:
+        return cls(read_secret(path, "control token"))
+
+    def admits(self, request: dict) -> bool:
+        given = request.get("token")
+        return isinstance(given, str) and hmac.compare_digest(given.encode(), self.proof.encode())
+
+    def __repr__(self) -> str:
+        return "ControlToken(<secret>)"
 
 
 # ----------------------------------------------------------------- server
@@ -78,12 +134,12 @@ async def _handle(runner, request: dict) -> dict:
     raise ControlError(f"unknown op {op!r} (publish, subscribe, status)")
 
 
-async def _serve_stream(runner, stream: trio.abc.Stream) -> None:
+async def _serve_stream(runner, token: ControlToken | None, stream: trio.abc.Stream) -> None:
     with contextlib.suppress(trio.BrokenResourceError):  # the client went away
-        await _converse(runner, stream)
+        await _converse(runner, token, stream)
 
 
-async def _converse(runner, stream: trio.abc.Stream) -> None:
+async def _converse(runner, token: ControlToken | None, stream: trio.abc.Stream) -> None:
     buf = b""
     async with stream:
         while True:
@@ -100,33 +156,58 @@ async def _converse(runner, stream: trio.abc.Stream) -> None:
                     request = json.loads(line)
                     if not isinstance(request, dict):
                         raise ControlError("a request is a JSON object")
+                    if token is not None and not token.admits(request):
+                        # nothing more on this connection: no guessing in a loop
+                        await stream.send_all(b'{"ok":false,"error":"bad or missing token"}\n')
+                        return
                     reply = {"ok": True, "result": await _handle(runner, request)}
                 except (ValueError, RuntimeError) as err:  # bad JSON, ViniferaError, not running
                     reply = {"ok": False, "error": str(err)}
                 await stream.send_all(json.dumps(reply).encode() + b"\n")
 
 
-async def serve_control(runner, addr: str, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+def _bind_unix(path: Path) -> socket.socket:
+    """A listening Unix socket that only our user can connect to from the
+    moment it exists: created under umask 0177 (mode 0600), not chmod-ed
+    after bind, which would leave a window under a permissive umask."""
+    if path.exists() or path.is_symlink():
+        if not stat.S_ISSOCK(path.lstat().st_mode):
+            raise ControlError(f"{path} exists and is not a socket; refusing to replace it")
+        path.unlink()  # a stale socket of an earlier run
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        sock.bind(str(path))
+    except OSError:
+        sock.close()
+        raise
+    finally:
+        os.umask(old)
+    sock.listen(16)
+    return sock
+
+
+async def serve_control(
+    runner, addr: str, token: ControlToken | None = None, *, task_status=trio.TASK_STATUS_IGNORED
+) -> None:
     """Serve until cancelled; `task_status.started(address)` once listening."""
+    check_control(addr, token)
     if is_unix(addr):
         path = Path(addr)
-        if path.exists() or path.is_symlink():
-            if not stat.S_ISSOCK(path.lstat().st_mode):
-                raise ControlError(f"{addr} exists and is not a socket; refusing to replace it")
-            path.unlink()  # a stale socket of an earlier run
-        sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        await sock.bind(str(path))
-        os.chmod(path, 0o600)  # only our user may drive the node
-        sock.listen(16)
+        sock = trio.socket.from_stdlib_socket(_bind_unix(path))
         listeners = [trio.SocketListener(sock)]
         bound = str(path)
     else:
         host, port = parse_tcp(addr)
         listeners = await trio.open_tcp_listeners(port, host=host)
         bound = f"{host}:{listeners[0].socket.getsockname()[1]}"
+
+    async def serve(stream: trio.abc.Stream) -> None:
+        await _serve_stream(runner, token, stream)
+
     try:
         async with trio.open_nursery() as nursery:
-            await nursery.start(trio.serve_listeners, lambda s: _serve_stream(runner, s), listeners)
+            await nursery.start(trio.serve_listeners, serve, listeners)
             task_status.started(bound)
     finally:
         if is_unix(addr):
@@ -136,9 +217,13 @@ async def serve_control(runner, addr: str, *, task_status=trio.TASK_STATUS_IGNOR
 # ----------------------------------------------------------------- client
 
 
-def request(addr: str, payload: dict, timeout: float = 10.0) -> dict:
+def request(
+    addr: str, payload: dict, timeout: float = 10.0, token: ControlToken | None = None
+) -> dict:
     """Send one request to a running node (blocking); returns its result or
     raises ControlError with the node's message."""
+    if token is not None:
+        payload = {**payload, "token": token.proof}
     try:
         if is_unix(addr):
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

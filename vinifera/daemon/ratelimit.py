@@ -1,4 +1,5 @@
-"""Per-peer token buckets: how much one source may make a node do.
+"""Token buckets per key (a source host, a source port): how much one
+source may make a node do.
 
 Pure (the clock is an argument), so the arithmetic is table-tested. The table
 of peers is itself capped: when full, the least recently seen peer is
@@ -21,8 +22,8 @@ class PeerRateLimiter:
         self.max_peers = max_peers
         self._buckets: OrderedDict[Hashable, list[float]] = OrderedDict()  # peer -> [tokens, t]
 
-    def allow(self, peer: Hashable, now: float) -> bool:
-        """Spend one token of `peer`'s bucket if it has one."""
+    def allow(self, peer: Hashable, now: float, cost: float = 1.0) -> bool:
+        """Spend `cost` tokens of `peer`'s bucket if it has them."""
         bucket = self._buckets.get(peer)
         if bucket is None:
             if len(self._buckets) >= self.max_peers:
@@ -33,8 +34,8 @@ class PeerRateLimiter:
             elapsed = max(0.0, now - bucket[1])
             bucket[0] = min(self.burst, bucket[0] + elapsed * self.rate)
             bucket[1] = now
-        if bucket[0] >= 1.0:
-            bucket[0] -= 1.0
+        if bucket[0] >= cost:
+            bucket[0] -= cost
             return True
         return False
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from vinifera.daemon.admission import Limits
+from vinifera.daemon.control import ControlToken, check_control
 from vinifera.errors import ViniferaError
 from vinifera.protocol.config import (
     VINIFERA_LINKS,
@@ -34,16 +36,41 @@ class NodeSettings:
     subscription: Subscription | None = None
     # JSON-lines node log (docs/logs.md); appended to, so restarts add sessions.
     log_file: Path | None = None
-    # Local control endpoint: a Unix socket path, or HOST:PORT (loopback TCP).
+    # Local control endpoint: a Unix socket path, or HOST:PORT (loopback TCP,
+    # which then needs control_token: any local user can reach a TCP port).
     control: str | None = None
+    # Requests to the control endpoint must carry this token's proof.
+    control_token: ControlToken | None = None
     network_key: NetworkKey | None = None
     # Gossip period in seconds; the overlay's timeouts scale with it.
     period: float = 1.0
     # Seed of the node's random generator (None: from the OS).
     seed: int | None = None
-    # Per-peer datagram budget: sustained rate (per second) and burst.
+    # Datagram budget of one source port (a peer): sustained rate (per
+    # second) and burst; a datagram costs 1 plus 1 per 4 KiB.
     peer_rate: float = 500.0
     peer_burst: float = 1000.0
+    # ... and of one source host, whatever the number of its ports: one
+    # machine cannot multiply its budget by opening ports.
+    host_rate: float = 2000.0
+    host_burst: float = 4000.0
+    # Source ports of one host admitted at once (each is a peer we keep
+    # state for). Nodes sharing an IP count as one host: a local swarm on
+    # one address needs this above its size (or one loopback IP per node).
+    ports_per_host: int = 64
+    # What one host is: an IPv4 address, an IPv6 /64 (a machine's usual
+    # share); wider prefixes group more, e.g. a NAT pool or a provider's /48.
+    ipv4_prefix: int = 32
+    ipv6_prefix: int = 64
+    # Keyed swarms: a datagram stamped more than this many seconds from our
+    # clock is refused (replay protection; node clocks must agree this well).
+    replay_skew: float = 30.0
+    # Keyless swarms: our address-proof cookies change this often (seconds);
+    # the previous one is still accepted, and peers get the new one.
+    cookie_epoch: float = 120.0
+    # SO_RCVBUF in bytes: room for bursts while the node is busy (the kernel
+    # caps it at net.core.rmem_max; the node warns when it does).
+    recv_buffer: int = 4 << 20
     # Routing links beyond the two ring links.
     friends: int = VINIFERA_LINKS[0]
     small_world: int = VINIFERA_LINKS[1]
@@ -67,14 +94,33 @@ class NodeSettings:
             raise ViniferaError("system must be 'vinifera' or 'baseline'")
         if self.friends < 0 or self.small_world < 0:
             raise ViniferaError("friends and small_world must be >= 0")
-        if self.peer_rate <= 0 or self.peer_burst < 1:
-            raise ViniferaError("peer_rate must be > 0 and peer_burst >= 1")
+        try:
+            self.limits()
+        except ValueError as err:
+            raise ViniferaError(str(err)) from None
+        if self.replay_skew <= 0 or self.cookie_epoch <= 0:
+            raise ViniferaError("replay_skew and cookie_epoch must be positive")
+        if self.recv_buffer < 4096:
+            raise ViniferaError("recv_buffer must be at least 4096 bytes")
+        if self.control is not None:
+            check_control(self.control, self.control_token)
         host, _ = parse_address(self.listen, allow_any_port=True)
         if self.advertise is None and host in WILDCARDS:
             raise ViniferaError(
                 f"listening on {self.listen}: give --advertise HOST:PORT, the address peers "
                 "reach this node at"
             )
+
+    def limits(self) -> Limits:
+        return Limits(
+            host_rate=self.host_rate,
+            host_burst=self.host_burst,
+            port_rate=self.peer_rate,
+            port_burst=self.peer_burst,
+            ports_per_host=self.ports_per_host,
+            ipv4_prefix=self.ipv4_prefix,
+            ipv6_prefix=self.ipv6_prefix,
+        )
 
     def advertised_address(self, bound_port: int) -> str:
         if self.advertise is not None:
@@ -95,6 +141,9 @@ class NodeSettings:
             failure_timeout=5 * p,
             departed_memory=10 * p,
             transit_allowance=min(0.1, p / 4),
+            verify_memory=30 * p,
+            answer_within=2 * p,
+            silent_memory=30 * p,
             friends=friends,
             small_world=small_world,
         )

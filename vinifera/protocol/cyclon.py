@@ -12,13 +12,19 @@ import random
 from collections.abc import Hashable, Iterable
 
 from vinifera.protocol.profile import Entry, fresher
+from vinifera.protocol.vetting import SourceCaps
 
 
 class Cyclon:
-    __slots__ = ("address", "view_size", "shuffle_length", "rng", "view", "pending")
+    __slots__ = ("address", "view_size", "shuffle_length", "rng", "view", "pending", "caps")
 
     def __init__(
-        self, address: Hashable, view_size: int, shuffle_length: int, rng: random.Random
+        self,
+        address: Hashable,
+        view_size: int,
+        shuffle_length: int,
+        rng: random.Random,
+        caps: SourceCaps | None = None,
     ) -> None:
         self.address = address
         self.view_size = view_size
@@ -27,6 +33,8 @@ class Cyclon:
         self.view: dict[Hashable, Entry] = {}
         # target address -> addresses we sent it, replaceable by its reply.
         self.pending: dict[Hashable, list[Hashable]] = {}
+        # Entries one source's gossip may hold at once (None: no cap).
+        self.caps = caps
 
     def entries(self) -> list[Entry]:
         return list(self.view.values())
@@ -37,7 +45,7 @@ class Cyclon:
         if not self.view:
             return None
         target = min(self.view.values(), key=_heard_key).profile.address
-        del self.view[target]
+        self._drop(target)
         others = list(self.view.values())
         k = min(self.shuffle_length - 1, len(others))
         sent = self.rng.sample(others, k) if k else []
@@ -53,14 +61,20 @@ class Cyclon:
         candidates = [e for e in self.view.values() if e.profile.address != sender]
         k = min(self.shuffle_length, len(candidates))
         reply = self.rng.sample(candidates, k) if k else []
-        self.merge(received, [e.profile.address for e in reply])
+        self.merge(received, [e.profile.address for e in reply], sender)
         return reply
 
     def finish_shuffle(self, sender: Hashable, received: Iterable[Entry]) -> None:
-        self.merge(received, self.pending.pop(sender, []))
+        self.merge(received, self.pending.pop(sender, []), sender)
 
-    def merge(self, received: Iterable[Entry], replaceable: list[Hashable]) -> None:
+    def merge(
+        self, received: Iterable[Entry], replaceable: list[Hashable], source: Hashable = None
+    ) -> None:
+        """Take gossip from `source` (None: no cap applies) into free slots or
+        in place of `replaceable` entries; what `source` has in the view
+        beyond its cap is left out."""
         view = self.view
+        caps = self.caps if source is not None else None
         for entry in received:
             addr = entry.profile.address
             if addr == self.address:
@@ -70,15 +84,21 @@ class Cyclon:
                 if fresher(entry, current):
                     view[addr] = entry
                 continue
+            # the source's own descriptor is its direct word, not hearsay
+            if caps is not None and not caps.admit(addr, None if addr == source else source):
+                continue
             if len(view) < self.view_size:
                 view[addr] = entry
                 continue
             while replaceable:
                 victim = replaceable.pop()
                 if victim in view:
-                    del view[victim]
+                    self._drop(victim)
                     view[addr] = entry
                     break
+            else:
+                if caps is not None:
+                    caps.release(addr)
 
     def insert(self, entry: Entry) -> None:
         """Admit a newcomer (a join): into a free slot, else in place of a
@@ -92,19 +112,28 @@ class Cyclon:
                 self.view[addr] = entry
             return
         if len(self.view) >= self.view_size:
-            victim = self.rng.choice(list(self.view))
-            del self.view[victim]
+            self._drop(self.rng.choice(list(self.view)))
         self.view[addr] = entry
+        if self.caps is not None:
+            self.caps.release(addr)  # direct evidence: counts against no source
 
     def touch(self, entry: Entry) -> None:
         """Refresh an entry we already hold with direct evidence."""
-        current = self.view.get(entry.profile.address)
-        if current is not None and fresher(entry, current):
-            self.view[entry.profile.address] = entry
+        addr = entry.profile.address
+        current = self.view.get(addr)
+        if current is not None:
+            if fresher(entry, current):
+                self.view[addr] = entry
+            if self.caps is not None:
+                self.caps.release(addr)
 
     def forget(self, address: Hashable) -> None:
-        self.view.pop(address, None)
+        self._drop(address)
         self.pending.pop(address, None)
+
+    def _drop(self, address: Hashable) -> None:
+        if self.view.pop(address, None) is not None and self.caps is not None:
+            self.caps.release(address)
 
 
 def _heard_key(entry: Entry) -> float:

@@ -92,16 +92,21 @@ class Install(Message):
     Sent when the row changes or the receiver asks for it. Soft state.
     `fresh`: the change brings new demand (a new subscription) or repairs
     a failure, so the receiver catches the row up on recent events; a row
-    that changed because a route merely moved is not fresh."""
+    that changed because a route merely moved is not fresh. `sent`: the
+    sender's clock when it sent the row; a receiver keeps the latest and
+    ignores an older row that arrives after it (datagrams reorder)."""
 
-    __slots__ = ("attr", "filters", "fresh")
+    __slots__ = ("attr", "filters", "fresh", "sent")
     kind = "install"
 
-    def __init__(self, profile: Profile, attr: str, filters: tuple, fresh: bool = False) -> None:
+    def __init__(
+        self, profile: Profile, attr: str, filters: tuple, fresh: bool = False, sent: float = 0.0
+    ) -> None:
         self.profile = profile
         self.attr = attr
         self.filters = filters
         self.fresh = fresh
+        self.sent = sent
 
 
 class Refresh(Message):
@@ -131,14 +136,15 @@ class RowRequest(Message):
 
 class Withdraw(Message):
     """Nothing is asked of the sender in these attributes' trees any more:
-    drop its rows at once."""
+    drop its rows at once (unless a row sent after this arrived first)."""
 
-    __slots__ = ("attrs",)
+    __slots__ = ("attrs", "sent")
     kind = "withdraw"
 
-    def __init__(self, profile: Profile, attrs: tuple) -> None:
+    def __init__(self, profile: Profile, attrs: tuple, sent: float = 0.0) -> None:
         self.profile = profile
         self.attrs = attrs
+        self.sent = sent
 
 
 class EventMessage(Message):

@@ -40,7 +40,9 @@ class Dropped(NamedTuple):
 
 
 class Row:
-    __slots__ = ("filters", "keys", "digest", "expiry", "old", "order", "cells", "plain", "span")
+    __slots__ = (
+        "filters", "keys", "digest", "expiry", "old", "order", "cells", "plain", "span", "sent",
+    )  # fmt: skip
 
     def __init__(
         self, filters: tuple[Filter, ...], expiry: float, fingerprint: int | None, order: int
@@ -51,6 +53,7 @@ class Row:
         self._set(filters)
         self.digest = fingerprint
         self.expiry = expiry  # the neighbour must keep it alive by then
+        self.sent = 0.0  # the sender's clock when it sent this row
 
     def matches(self, key: int, event_keys: dict[str, int], now: float) -> bool:
         if self.keys.contains(key):
@@ -164,6 +167,8 @@ class Crt:
         self.rows: dict[str, dict[Hashable, Row]] = {}
         self._index: dict[str, RowIndex] = {}
         self._next_order = 0
+        # (attribute, neighbour) -> (its clock, ours) of its last withdrawal
+        self._withdrawn: dict[tuple, tuple[float, float]] = {}
         self.refused = 0  # rows refused by the cap
 
     def install(
@@ -173,23 +178,32 @@ class Crt:
         filters: tuple[Filter, ...],
         expiry: float,
         keep_dropped: float,
+        sent: float = 0.0,
     ) -> Row | None:
         """Replace `nb`'s row (filters as sent: they are re-aggregated, so a
         neighbour cannot make a row bigger than the cap); what it drops stays
-        matchable until `keep_dropped`. Returns the row if its content
-        changed, else None."""
+        matchable until `keep_dropped`. A row the neighbour sent before the
+        one we hold (`sent`, its clock) arrived late and is ignored. Returns
+        the row if its content changed, else None."""
         filters = aggregate(filters, self.max_filters, self.max_intervals)
         fingerprint = digest(filters)
         by_nb = self.rows.setdefault(attr, {})
         row = by_nb.get(nb)
         if row is None:
+            withdrawn = self._withdrawn.get((attr, nb))
+            if withdrawn is not None and sent < withdrawn[0]:
+                return None  # sent before a withdrawal that arrived first
             if len(by_nb) >= self.max_rows_per_attribute:
                 self.refused += 1
                 return None
             row = by_nb[nb] = Row(filters, expiry, fingerprint, self._next_order)
+            row.sent = sent
             self._next_order += 1
             self._index_of(attr).add(nb, row)
             return row
+        if sent < row.sent:
+            return None  # older than the row we hold: arrived late
+        row.sent = sent
         row.expiry = max(row.expiry, expiry)
         if row.filters == filters:
             return None
@@ -213,6 +227,18 @@ class Crt:
             row.expiry = expiry
         return True
 
+    def withdraw(self, attr: str, nb: Hashable, sent: float, now: float) -> bool:
+        """A neighbour's withdrawal, sent at `sent` (its clock): the row goes
+        unless a row sent after it arrived first; a row sent before it that
+        arrives late is then ignored (remembered for a while)."""
+        row = self.row(attr, nb)
+        if row is not None and sent < row.sent:
+            return False
+        if len(self._withdrawn) >= 4 * self.max_rows_per_attribute:
+            self._withdrawn.clear()  # bounded; late rows are rare
+        self._withdrawn[(attr, nb)] = (sent, now)
+        return self.remove(attr, nb)
+
     def remove(self, attr: str, nb: Hashable) -> bool:
         by_nb = self.rows.get(attr)
         if not by_nb or nb not in by_nb:
@@ -224,9 +250,14 @@ class Crt:
         """A neighbour is gone: forget what it asked for; the attributes affected."""
         return [attr for attr in list(self.rows) if self.remove(attr, nb)]
 
-    def expire(self, now: float) -> list[str]:
+    def expire(self, now: float, withdrawals_kept: float = 0.0) -> list[str]:
         """Drop rows not kept alive; the attributes whose demand changed.
-        Rows are bounded by the neighbours, so a scan is cheap."""
+        Rows are bounded by the neighbours, so a scan is cheap. Withdrawals
+        are remembered for `withdrawals_kept` (a late row comes well within)."""
+        if self._withdrawn:
+            horizon = now - withdrawals_kept
+            for k in [k for k, (_, t) in self._withdrawn.items() if t < horizon]:
+                del self._withdrawn[k]
         changed = []
         for attr, by_nb in self.rows.items():
             for row in by_nb.values():

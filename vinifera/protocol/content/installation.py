@@ -90,7 +90,8 @@ class Installation:
     # ----------------------------------------------------------------- periodic
 
     def tick(self, now: float) -> None:
-        self.dirty.update(self.crt.expire(now))
+        cfg = self.content.config
+        self.dirty.update(self.crt.expire(now, cfg.crt_expiry * self.content.period))
         self.route(now)
         if now >= self.next_keep_alive:
             self.next_keep_alive = now + self.content.config.keep_alive_every * self.content.period
@@ -123,11 +124,11 @@ class Installation:
         if not self.dirty:
             return
         for attr in sorted(self.dirty):
-            self._route_attribute(view, attr)
+            self._route_attribute(view, attr, now)
         self.dirty.clear()
         self.fresh.clear()
 
-    def _route_attribute(self, view: RouteView, attr: str) -> None:
+    def _route_attribute(self, view: RouteView, attr: str, now: float) -> None:
         cfg = self.content.config
         sources = self.demand(attr)
         per_hop: dict[Hashable, list[Filter]] = {}
@@ -165,7 +166,7 @@ class Installation:
             cur = sent.get((attr, hop))
             if cur is None or cur.filters != row:
                 sent[(attr, hop)] = SentRow(row)
-                out.append(Send(hop, m.Install(me, attr, row, fresh)))
+                out.append(Send(hop, m.Install(me, attr, row, fresh, now)))
         for key in [k for k in sent if k[0] == attr and k[1] not in per_hop]:
             # Nothing of ours goes there any more. If nothing is asked of us
             # at all, say so at once (fast de-aggregation); if the demand
@@ -173,9 +174,9 @@ class Installation:
             # dropped_expiry while the new route is built (make-before-break).
             del sent[key]
             if sources:
-                out.append(Send(key[1], m.Install(me, attr, (), False)))
+                out.append(Send(key[1], m.Install(me, attr, (), False, now)))
             else:
-                out.append(Send(key[1], m.Withdraw(me, (attr,))))
+                out.append(Send(key[1], m.Withdraw(me, (attr,), now)))
 
     # ----------------------------------------------------------------- handlers
 
@@ -184,7 +185,9 @@ class Installation:
         cfg = content.config
         expiry = now + cfg.crt_expiry * content.period
         keep_dropped = now + cfg.dropped_expiry * content.period
-        row = self.crt.install(msg.attr, msg.profile.address, msg.filters, expiry, keep_dropped)
+        row = self.crt.install(
+            msg.attr, msg.profile.address, msg.filters, expiry, keep_dropped, msg.sent
+        )
         if row is not None:
             self.dirty.add(msg.attr)
             if msg.fresh:
@@ -211,13 +214,15 @@ class Installation:
         for attr in msg.attrs:
             row = self.sent.get((attr, sender))
             if row is not None:
+                # a repair: what the next hop held was wrong, so it may have
+                # missed events the row wants; fresh, so they are caught up
                 content.out.append(
-                    Send(sender, m.Install(content.profile, attr, row.filters, False))
+                    Send(sender, m.Install(content.profile, attr, row.filters, True, now))
                 )
 
     def on_withdraw(self, now: float, msg: m.Withdraw) -> None:
         sender = msg.profile.address
-        gone = [attr for attr in msg.attrs if self.crt.remove(attr, sender)]
+        gone = [attr for attr in msg.attrs if self.crt.withdraw(attr, sender, msg.sent, now)]
         if gone:
             self.dirty.update(gone)
             self.route(now)

@@ -92,15 +92,17 @@ class Content:
         return self.installation.crt
 
     def view(self) -> RouteView:
-        """Routing knowledge, rebuilt only when links or identifier change."""
+        """Routing knowledge, rebuilt only when the links, their identifiers
+        (a link that moved) or ours change."""
         links = self.overlay.links
-        ident = self.overlay.profile.ident
-        if self._view is not None and self._view_links is links and self._view_ident == ident:
+        stamp = (self.overlay.profile.ident, self.overlay.link_moves)
+        if self._view is not None and self._view_links is links and self._view_ident == stamp:
             return self._view
+        ident = stamp[0]
         by = links.by_address
         known = sorted((e.profile.ident, a) for a, e in by.items())
         sig = (ident, links.pred, links.succ, tuple(known))
-        self._view_links, self._view_ident = links, ident
+        self._view_links, self._view_ident = links, stamp
         if sig != self._view_sig or self._view is None:
             pred = by[links.pred].profile.ident if links.pred is not None else None
             succ = (by[links.succ].profile.ident, links.succ) if links.succ is not None else None

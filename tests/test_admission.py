@@ -1,0 +1,150 @@
+"""Admission: per-host and per-port budgets before decoding, a fair queue
+between the socket and the handlers, and a flood from one host that does
+not crowd out two honest ones (a real daemon process, real sockets)."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import time
+
+import pytest
+from test_daemon_processes import SCHEMA_TOML, cli, wait_for
+from wirepeer import prove
+
+from vinifera.daemon.admission import Admission, FairQueue, Limits, host_of
+from vinifera.daemon.control import request
+from vinifera.protocol import messages as m
+from vinifera.protocol.profile import Profile
+from vinifera.schema import Schema
+from vinifera.wire import NO_HEADER, Decoder, Header, encode, format_address
+
+
+@pytest.mark.parametrize(
+    "ip,v4,v6,expected",
+    [
+        ("192.0.2.7", 32, 64, "192.0.2.7"),
+        ("192.0.2.7", 24, 64, "192.0.2.0/24"),
+        ("2001:db8:1:2:3:4:5:6", 32, 64, "2001:db8:1:2::/64"),
+        ("2001:db8:1:2:3:4:5:6", 32, 48, "2001:db8:1::/48"),
+        ("2001:db8::1", 32, 128, "2001:db8::1"),
+        ("::ffff:192.0.2.7", 32, 64, "192.0.2.7"),  # IPv4-mapped: the IPv4 host
+    ],
+)
+def test_host_of_groups_addresses_by_prefix(ip, v4, v6, expected):
+    assert host_of(ip, v4, v6) == expected
+
+
+def test_one_host_gets_one_budget_whatever_its_ports():
+    adm = Admission(Limits(host_rate=1, host_burst=10, port_rate=1, port_burst=3,
+                           ports_per_host=1000))  # fmt: skip
+    admitted = sum(adm.admit("h", port, 100, 0.0) is None for port in range(1000))
+    assert admitted == 10
+    assert adm.admit("other", 1, 100, 0.0) is None  # another host has its own
+    assert adm.top_hosts()[0] == {"host": "h", "admitted": 10, "refused": 990}
+
+
+def test_one_port_cannot_take_the_whole_host_budget():
+    adm = Admission(Limits(host_rate=1, host_burst=100, port_rate=1, port_burst=3))
+    assert [adm.admit("h", 1, 10, 0.0) for _ in range(4)] == [None, None, None, "port"]
+    assert adm.admit("h", 2, 10, 0.0) is None
+
+
+def test_big_datagrams_cost_more():
+    adm = Admission(Limits(host_rate=1, host_burst=100, port_rate=1, port_burst=40))
+    assert adm.admit("h", 1, 60_000, 0.0) is None  # 1 + 14 tokens
+    assert adm.admit("h", 1, 60_000, 0.0) is None
+    assert adm.admit("h", 1, 60_000, 0.0) == "port"  # 30 spent, 15 more do not fit
+
+
+def test_a_host_uses_only_so_many_ports_at_once_until_they_go_idle():
+    adm = Admission(Limits(ports_per_host=2, port_idle=10))
+    assert adm.admit("h", 1, 10, 0.0) is None
+    assert adm.admit("h", 2, 10, 1.0) is None
+    assert adm.admit("h", 3, 10, 2.0) == "ports"
+    assert adm.admit("h", 1, 10, 5.0) is None  # known ports go on
+    assert adm.admit("h", 3, 10, 11.5) is None  # port 2 idle for 10.5 s: its place is free
+    assert adm.admit("h", 2, 10, 11.5) == "ports"
+
+
+def test_the_fair_queue_serves_hosts_in_turn_and_bounds_each():
+    q = FairQueue(per_host=3, total=5)
+    assert all(q.push("flood", i) for i in range(3))
+    assert not q.push("flood", 3)  # its own queue is full
+    assert q.push("a", "a1") and q.push("b", "b1")
+    assert not q.push("c", "c1")  # the whole is full
+    assert [q.pop() for _ in range(6)] == [0, "a1", "b1", 1, 2, None]
+    assert len(q) == 0
+
+
+def _ping(sender: str, header: Header = NO_HEADER) -> bytes:
+    return encode(m.Ping(Profile(sender, 1, None)), header=header)
+
+
+def _udp(host: str) -> socket.socket:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((host, 0))
+    return s
+
+
+FLOOD_PORTS = 4096
+ROUNDS = 5
+HOST_RATE, HOST_BURST = 50.0, 100.0
+HONEST_EVERY = 256  # flood datagrams between two of an honest host's (within its budget)
+
+
+def test_a_flood_from_4096_ports_of_one_host_gets_one_host_budget_and_spares_the_honest(tmp_path):
+    schema = tmp_path / "s.toml"
+    schema.write_text(SCHEMA_TOML)
+    ctl = str(tmp_path / "n.sock")
+    proc = subprocess.Popen(
+        [*cli(), "run", "--schema", str(schema), "--listen", "127.0.0.1:0", "--period", "0.5",
+         "--control", ctl, "--host-rate", str(HOST_RATE), "--host-burst", str(HOST_BURST),
+         "--no-deliveries"],
+        stdout=subprocess.DEVNULL, stderr=open(tmp_path / "err", "w"),  # noqa: SIM115
+    )  # fmt: skip
+    with contextlib.ExitStack() as stack:
+        stack.callback(proc.wait, 15)
+        stack.callback(proc.terminate)
+        status = wait_for(lambda: _status(ctl), 30, "the node up")
+        host, port = status["address"].rsplit(":", 1)
+        target = (host, int(port))
+        flood = [stack.enter_context(_udp("127.0.0.2")) for _ in range(FLOOD_PORTS)]
+        honest = [stack.enter_context(_udp(h)) for h in ("127.0.0.3", "127.0.0.4")]
+        payloads = [_ping(f"127.0.0.2:{s.getsockname()[1]}") for s in flood]
+        # the honest neighbours have proven their addresses, as nodes do on first contact
+        pings = {s: _ping(format_address(*s.getsockname()), prove(s, target)) for s in honest}
+        started = time.monotonic()
+        for _ in range(ROUNDS):
+            for i, (s, data) in enumerate(zip(flood, payloads, strict=True)):
+                s.sendto(data, target)
+                if i % HONEST_EVERY == 0:  # the honest neighbours speak amid the flood
+                    for h in honest:
+                        h.sendto(pings[h], target)
+            time.sleep(0.05)
+        elapsed = time.monotonic() - started
+        sent_each = ROUNDS * FLOOD_PORTS // HONEST_EVERY
+        decoder = Decoder(Schema.load(schema))
+        for h in honest:
+            h.settimeout(2.0)
+            pongs = 0
+            with contextlib.suppress(TimeoutError):
+                while pongs < sent_each:
+                    pongs += type(decoder.decode_untrusted(h.recvfrom(70_000)[0])) is m.Pong
+            assert pongs >= 0.99 * sent_each, (h.getsockname(), pongs, sent_each)
+        status = _status(ctl)
+    hosts = {h["host"]: h for h in status["top_hosts"]}
+    flooder = hosts["127.0.0.2"]
+    assert flooder["admitted"] + flooder["refused"] >= 0.99 * ROUNDS * FLOOD_PORTS
+    assert flooder["admitted"] <= HOST_BURST + HOST_RATE * (elapsed + 1.0)
+    assert status["counters"]["limited_ports"] > 0 and status["counters"]["limited_host"] > 0
+    for h in ("127.0.0.3", "127.0.0.4"):
+        assert hosts[h]["refused"] == 0
+
+
+def _status(ctl: str) -> dict | None:
+    try:
+        return request(ctl, {"op": "status"}, timeout=5)
+    except Exception:  # noqa: BLE001 - not up yet
+        return None
