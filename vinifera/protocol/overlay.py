@@ -103,7 +103,8 @@ class Overlay:
     def use_hosts(self, host_of) -> None:
         """Count gossip caps per host(address) instead of per address (the
         daemon: an IP or an IPv6 prefix, one machine with many ports)."""
-        self.cyclon.caps.host_of = host_of
+        if self.cyclon.caps is not None:
+            self.cyclon.caps.host_of = host_of
         self._inbox_caps.host_of = host_of
 
     # ----------------------------------------------------------------- life cycle

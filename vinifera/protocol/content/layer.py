@@ -61,7 +61,7 @@ class Content:
         self.counters = dict.fromkeys(COUNTERS, 0)
         self._view: RouteView | None = None
         self._view_links: Links | None = None
-        self._view_ident: int | None = None
+        self._view_ident: tuple[int, int] | None = None  # (our identifier, link moves)
         self._view_sig: tuple | None = None
         self.view_version = 0  # bumped when the routing view changes
         self.started: float | None = None
