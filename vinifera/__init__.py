@@ -1,6 +1,10 @@
 """Vinifera: content-based publish/subscribe over a subscription-aware overlay."""
 
+from vinifera import native as _native
+
 __version__ = "0.1.0"
+
+_native.setup()  # the optional compiled build: see vinifera/native.py
 
 
 def __getattr__(name: str):

@@ -47,7 +47,7 @@ class IntervalSet:
     @classmethod
     def _wrap(cls, iv: tuple[tuple[int, int], ...]) -> IntervalSet:
         # Trusted constructor: iv is already normalized.
-        s = object.__new__(cls)
+        s = cls()  # (not object.__new__(cls): a compiled class refuses it)
         s._iv = iv
         s._hash = None
         return s
@@ -107,7 +107,8 @@ class IntervalSet:
         i = bisect_right(iv, x, key=_lo_of) - 1
         return i >= 0 and x <= iv[i][1]
 
-    __contains__ = contains
+    def __contains__(self, x: int) -> bool:  # (a compiled class takes no method aliases)
+        return self.contains(x)
 
     def intersects_interval(self, lo: int, hi: int) -> bool:
         """Whether any integer of [lo, hi] is in the set."""
@@ -218,9 +219,14 @@ class IntervalSet:
                 out.append((cur, hi))
         return IntervalSet._wrap(tuple(out))
 
-    __or__ = union
-    __and__ = intersection
-    __sub__ = difference
+    def __or__(self, other: IntervalSet) -> IntervalSet:
+        return self.union(other)
+
+    def __and__(self, other: IntervalSet) -> IntervalSet:
+        return self.intersection(other)
+
+    def __sub__(self, other: IntervalSet) -> IntervalSet:
+        return self.difference(other)
 
     # -- identity ------------------------------------------------------------
 

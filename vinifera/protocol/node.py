@@ -13,7 +13,8 @@ out. Messages are dispatched through a table of small handlers.
 from __future__ import annotations
 
 import random
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
 
 from vinifera.protocol import messages as m
 from vinifera.protocol.actions import Log
@@ -56,7 +57,7 @@ class Node:
         self.overlay.peer_gone = self.content.peer_gone
         self.alive = False
         self.counters = {"received": 0}
-        self._handlers = {
+        self._handlers: dict[type, Callable[[float, Any], None]] = {
             m.Join: self.overlay.on_join,
             m.JoinReply: self.overlay.on_join_reply,
             m.Shuffle: self.overlay.on_shuffle,
@@ -172,7 +173,7 @@ class Node:
         self.alive = False
         return self._flush()
 
-    def delivered_journal(self) -> tuple[tuple[float, int], ...]:
+    def delivered_journal(self) -> tuple[tuple[float, Hashable], ...]:
         """(time, event id) of the recent deliveries (within dedupe_memory):
         what a daemon keeps on disk so that a restart does not deliver an
         event twice to its application."""

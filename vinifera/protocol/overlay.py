@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from bisect import bisect_left, insort
 from collections import deque
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 
 from vinifera.protocol import messages as m
 from vinifera.protocol.actions import Log, Send
@@ -98,12 +98,13 @@ class Overlay:
         self.counters = {"suspected": 0, "joins_sent": 0}
         # Called with (now, address) when a neighbour leaves or is suspected,
         # so that upper layers forget what they hold for it.
-        self.peer_gone = None
+        self.peer_gone: Callable[[float, Hashable], None] | None = None
 
     def use_hosts(self, host_of) -> None:
         """Count gossip caps per host(address) instead of per address (the
         daemon: an IP or an IPv6 prefix, one machine with many ports)."""
-        self.cyclon.caps.host_of = host_of
+        if self.cyclon.caps is not None:
+            self.cyclon.caps.host_of = host_of
         self._inbox_caps.host_of = host_of
 
     # ----------------------------------------------------------------- life cycle
@@ -285,7 +286,7 @@ class Overlay:
             inbox[addr] = entry
         return entry
 
-    def _decode(self, now: float, pairs) -> list[Entry]:
+    def _decode(self, now: float, pairs: Iterable[tuple[Profile, float]]) -> list[Entry]:
         return from_wire_entries(pairs, now, self.transit)
 
     def _believable(self, now: float, entries: Iterable[Entry]) -> list[Entry]:
@@ -325,7 +326,9 @@ class Overlay:
             elif e.heard > cur.heard:
                 inbox[addr] = e
 
-    def _stash_wire(self, now: float, pairs, source: Hashable) -> None:
+    def _stash_wire(
+        self, now: float, pairs: Iterable[tuple[Profile, float]], source: Hashable
+    ) -> None:
         """_stash of gossip as received, (profile, age) pairs: an Entry is
         made only for what is kept (most of a T-Man buffer is not)."""
         inbox = self.inbox
@@ -349,7 +352,11 @@ class Overlay:
         limit = now - self.config.stale_after
         pool: dict[Hashable, Entry] = {}
         get = pool.get
-        sources: tuple = (self.links.by_address.values(), self.inbox.values(), self.ring_backups)
+        sources: tuple[Iterable[Entry], ...] = (
+            self.links.by_address.values(),
+            self.inbox.values(),
+            self.ring_backups,
+        )
         if with_view:
             sources += (self.cyclon.view.values(),)
         for source in sources:
@@ -370,8 +377,8 @@ class Overlay:
                 pool.pop(addr, None)
         if self.departed:
             for addr, left in self.departed.items():
-                e = pool.get(addr)
-                if e is not None and e.heard <= left:
+                held = pool.get(addr)
+                if held is not None and held.heard <= left:
                     del pool[addr]
         return list(pool.values())
 

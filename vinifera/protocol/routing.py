@@ -46,6 +46,9 @@ class RouteView:
 
     __slots__ = ("me", "pred", "succ", "succ_address", "idents", "addresses", "mine", "succ_arc")
 
+    succ: int | None
+    succ_address: Hashable
+
     def __init__(
         self,
         me: int,
@@ -67,7 +70,7 @@ class RouteView:
         if succ is None or self.succ == me:
             self.succ_arc = IntervalSet()
         else:
-            self.succ_arc = arc_set(me, self.succ) - self.mine
+            self.succ_arc = arc_set(me, self.succ) - self.mine  # type: ignore[arg-type]
 
     def is_mine(self, key: int) -> bool:
         return self.pred is None or in_arc(key, self.pred, self.me)

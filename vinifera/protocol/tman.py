@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import random
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 
 from vinifera.protocol.profile import Entry
 from vinifera.ranges import interval_overlap_utility
@@ -34,7 +34,7 @@ class Links:
         friends: Sequence[Entry] = (),
         small_world: Sequence[Entry] = (),
     ) -> None:
-        by: dict = {}
+        by: dict[Hashable, Entry] = {}
         for e in (succ, pred, *friends, *small_world):
             if e is not None:
                 by.setdefault(e.profile.address, e)

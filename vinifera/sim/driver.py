@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from vinifera.protocol.actions import Log, Send
 from vinifera.protocol.node import Node
@@ -72,7 +73,7 @@ class Simulation:
             overlay = overlay.with_(log_links=False)  # nothing would read them
         self.overlay_config = overlay
         self.queue = EventQueue()
-        self.nodes: list[Node] = []  # index = address
+        self.nodes: list[Any] = []  # index = address (None: a trace node not yet joined)
         self.alive: dict[int, Node] = {}  # address -> node, in join order
         self.death_time: dict[int, float] = {}
         self.now = 0.0
@@ -83,7 +84,8 @@ class Simulation:
             self.writer = JsonLinesWriter(log_dir / LOG_FILE_NAME)
         self.stats = {"messages_sent": 0, "messages_lost": 0, "messages_to_dead": 0}
         period = overlay.period
-        self.ledger = Ledger(
+        # Any: experiments put a stand-in here (experiment/series.py's Windows)
+        self.ledger: Any = Ledger(
             self.schema,
             window_start=config.warmup * period,
             window_end=(config.rounds - config.deadline_rounds) * period,
@@ -95,7 +97,7 @@ class Simulation:
         self.max_dead_link_seconds = 0.0
         # Trace replay: each trace node's subscription, drawn once up front in
         # address order (so the round length does not change who wants what).
-        self.replay = config.replay
+        self.replay: Any = config.replay
         self.trace_subs: list = []
         self.replay_counts = {"joins": 0, "rejoins": 0, "departures": 0}
         self._retired_moves = 0  # identifier moves of incarnations that are gone

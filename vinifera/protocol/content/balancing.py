@@ -13,7 +13,7 @@ forwarding of an event (docs/protocol.md, "Load balancing").
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from vinifera.protocol import messages as m
 from vinifera.protocol.actions import Log, Send
@@ -21,6 +21,9 @@ from vinifera.protocol.content.memory import ExpiringMap, Window
 from vinifera.protocol.records import hex_id, record
 from vinifera.protocol.routing import arc_set
 from vinifera.ring import in_arc
+
+if TYPE_CHECKING:  # (a cycle: the layer holds its parts)
+    from vinifera.protocol.content.layer import Content
 
 
 class SuccessorReport(NamedTuple):
@@ -39,7 +42,7 @@ class PendingMove(NamedTuple):
 
 
 class Balancer:
-    def __init__(self, content) -> None:
+    def __init__(self, content: Content) -> None:
         self.content = content
         self.rv_keys = Window()  # keys of the events we were the rendezvous of
         self.forwarded = ExpiringMap()  # eids we forwarded to at least one node
@@ -88,8 +91,8 @@ class Balancer:
         if links.pred is not None:
             keys = sorted(self.rv_keys)
             split = keys[len(keys) // 2] if keys else None
-            report = m.LoadReport(c.profile, self.load(), split, self.forwarding())
-            c.out.append(Send(links.pred, report))
+            load_report = m.LoadReport(c.profile, self.load(), split, self.forwarding())
+            c.out.append(Send(links.pred, load_report))
         if self.pending_move is not None and now - self.pending_move.asked_at > 2 * c.period:
             self.pending_move = None  # the successor never answered
         cfg = c.config

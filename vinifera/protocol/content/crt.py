@@ -15,8 +15,8 @@ Pure data structure: it decides, the content layer acts on what it returns.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator
-from typing import NamedTuple
+from collections.abc import Hashable, Iterable, Iterator
+from typing import Final, NamedTuple
 
 from vinifera.protocol.content.filters import Filter, aggregate, digest
 from vinifera.ranges import IntervalSet
@@ -106,9 +106,9 @@ class RowIndex:
     event instead of all. A row whose keys shrink stays in the buckets it
     left until it is replaced or removed: harmless, answers are a superset."""
 
-    BITS = 10
-    WIDE = 32
-    SHIFT = RING_BITS - BITS
+    BITS: Final = 10
+    WIDE: Final = 32
+    SHIFT: Final = RING_BITS - BITS
 
     __slots__ = ("buckets", "wide")
 
@@ -290,6 +290,7 @@ class Crt:
         by_nb = self.rows.get(attr)
         if not by_nb:
             return []
+        candidates: Iterable[tuple[Hashable, Row]]
         if len(by_nb) <= SCAN_ROWS:
             candidates = by_nb.items()
         else:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from vinifera.ranges import IntervalSet
 from vinifera.ring import RING_SIZE
@@ -120,7 +120,8 @@ def _merge_one_attribute_apart(filters: list[Filter]) -> list[Filter]:
     for attr in attrs:
         groups: dict[tuple, Filter] = {}
         for f in filters:
-            own = dict(f.box).get(attr)
+            own: Any = dict(f.box).get(attr)
+            k: tuple
             if own is None:  # unconstrained on attr: merges only by equal box
                 k = (f.keys.intervals, _box_key(f.box), None)
             else:
@@ -163,6 +164,7 @@ def _merge_closest(filters: list[Filter], cap: int) -> list[Filter]:
     one row lie on the same arc, so neighbours are alike): O(n) a merge."""
     items = sorted(filters, key=sort_key)
     vols = [_volume(f) for f in items]
+    best_u: Any
     while len(items) > cap:
         best_i, best_cost, best_u = 0, None, None
         for i in range(len(items) - 1):

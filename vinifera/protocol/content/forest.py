@@ -17,7 +17,7 @@ each exists.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from vinifera.protocol import messages as m
 from vinifera.protocol.actions import Deliver, Log, Send
@@ -27,6 +27,9 @@ from vinifera.protocol.records import record
 from vinifera.protocol.routing import MINE, RouteView
 from vinifera.ring import cw_distance, in_arc
 from vinifera.subscription import Event
+
+if TYPE_CHECKING:  # (a cycle: the layer holds its parts)
+    from vinifera.protocol.content.layer import Content
 
 # (eid, attr) handling state: what this node has already done for a copy.
 DOWN_DONE, UP_DONE = 1, 2
@@ -67,7 +70,7 @@ class Unacked(NamedTuple):
 
 
 class Forest:
-    def __init__(self, content) -> None:
+    def __init__(self, content: Content) -> None:
         self.content = content
         self.crt = content.installation.crt
         self.seen = ExpiringMap()  # (eid, attr) -> DOWN_DONE | UP_DONE

@@ -15,14 +15,18 @@ how many subscribers sit behind a link (docs/protocol.md, "Soft state").
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
+from typing import TYPE_CHECKING
 
 from vinifera.protocol import messages as m
 from vinifera.protocol.actions import Send
 from vinifera.protocol.content.crt import Crt, Row
 from vinifera.protocol.content.filters import Filter, aggregate, digest, own_filter
-from vinifera.protocol.routing import MINE
+from vinifera.protocol.routing import MINE, RouteView
 from vinifera.ranges import IntervalSet
+
+if TYPE_CHECKING:  # (a cycle: the layer holds its parts)
+    from vinifera.protocol.content.layer import Content
 
 
 class SentRow:
@@ -36,7 +40,7 @@ class SentRow:
 
 
 class Installation:
-    def __init__(self, content) -> None:
+    def __init__(self, content: Content) -> None:
         self.content = content  # the node's content layer (view, config, out)
         cfg = content.config
         self.crt = Crt(cfg.max_filters_per_row, cfg.max_intervals, cfg.max_rows_per_attribute)
@@ -54,7 +58,8 @@ class Installation:
         # the parts sent to one hop -> their aggregated row
         self._splits: dict[Filter, list] = {}
         self._aggregates: dict[tuple, tuple] = {}
-        self.on_row_changed = None  # (now, neighbour, attr, row): catch-up hook
+        # (now, neighbour, attr, row): catch-up hook
+        self.on_row_changed: Callable[[float, Hashable, str, Row], None] | None = None
         # desynchronized: each node keeps its rows alive at its own phase
         self.next_keep_alive = content.rng.random() * cfg.keep_alive_every * content.period
 
@@ -71,7 +76,7 @@ class Installation:
                 if a is not None:
                     self.dirty.add(a)
             if new is not None:
-                self.fresh.add(attr)
+                self.fresh.add(attr)  # type: ignore[arg-type]  # new implies attr
             self.own, self.own_attr = new, (attr if new is not None else None)
 
     def demand(self, attr: str) -> list[tuple[Hashable, Filter]]:
@@ -123,7 +128,7 @@ class Installation:
         self.dirty.clear()
         self.fresh.clear()
 
-    def _route_attribute(self, view, attr: str, now: float) -> None:
+    def _route_attribute(self, view: RouteView, attr: str, now: float) -> None:
         cfg = self.content.config
         sources = self.demand(attr)
         per_hop: dict[Hashable, list[Filter]] = {}
@@ -239,7 +244,7 @@ class Installation:
     def rows_for(self, keys: IntervalSet, ttl: float, now: float) -> list[tuple]:
         """(attribute, neighbour, ttl, filters) of our rows' parts in `keys`,
         and our own demand's: what a moving predecessor takes over."""
-        out = []
+        out: list[tuple] = []
         for attr in self.crt.attributes():
             for nb, filters, expiry in self.crt.clipped(attr, keys):
                 out.append((attr, nb, max(0.0, expiry - now), filters))

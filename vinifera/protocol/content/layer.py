@@ -16,10 +16,13 @@ from collections.abc import Hashable
 from vinifera.protocol import messages as m
 from vinifera.protocol.config import ContentConfig
 from vinifera.protocol.content.balancing import Balancer
+from vinifera.protocol.content.crt import Crt
 from vinifera.protocol.content.forest import Forest
 from vinifera.protocol.content.installation import Installation
 from vinifera.protocol.overlay import Overlay
+from vinifera.protocol.profile import Profile
 from vinifera.protocol.routing import RouteView
+from vinifera.protocol.tman import Links
 from vinifera.ranges import IntervalSet
 from vinifera.ring import RING_BITS, RING_MAX
 from vinifera.subscription import Event, Subscription
@@ -57,9 +60,9 @@ class Content:
         self.period = overlay.config.period
         self.counters = dict.fromkeys(COUNTERS, 0)
         self._view: RouteView | None = None
-        self._view_links = None
-        self._view_ident = None
-        self._view_sig = None
+        self._view_links: Links | None = None
+        self._view_ident: tuple[int, int] | None = None  # (our identifier, link moves)
+        self._view_sig: tuple | None = None
         self.view_version = 0  # bumped when the routing view changes
         self.started: float | None = None
         self.ready = False  # own subscription installed (see install_min_delay)
@@ -73,7 +76,7 @@ class Content:
     # ----------------------------------------------------------------- queries
 
     @property
-    def profile(self):
+    def profile(self) -> Profile:
         return self.overlay.profile
 
     @property
@@ -85,7 +88,7 @@ class Content:
         return self.overlay.name
 
     @property
-    def crt(self):
+    def crt(self) -> Crt:
         return self.installation.crt
 
     def view(self) -> RouteView:

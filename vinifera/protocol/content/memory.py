@@ -18,7 +18,7 @@ class ExpiringMap:
     __slots__ = ("items", "_times")
 
     def __init__(self) -> None:
-        self.items: dict[Hashable, Any] = {}
+        self.items: dict[Any, Any] = {}
         self._times: deque[tuple[float, Hashable]] = deque()
 
     def set(self, now: float, key: Hashable, value: Any = None) -> None:
