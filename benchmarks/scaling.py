@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from record import record  # noqa: E402
 
+from vinifera import native  # noqa: E402
 from vinifera.protocol import messages as m  # noqa: E402
 from vinifera.protocol.config import OverlayConfig, system_defaults  # noqa: E402
 from vinifera.protocol.profile import Profile  # noqa: E402
@@ -149,7 +150,8 @@ def main() -> None:
             sys.exit(f"N = {n} failed:\n{err.stderr}")
         fig = json.loads(out.stdout)
         msgs, b = fig["messages_per_node_round"], fig["bytes_per_node_round"]
-        print(f"N={n:>6}: {fig['node_rounds_per_cpu_second']:>7.0f} node-rounds/CPU-s, "
+        build = "compiled" if native.in_use() else "pure"
+        print(f"N={n:>6} ({build}): {fig['node_rounds_per_cpu_second']:>7.0f} node-rounds/CPU-s, "
               f"wall {fig['wall_seconds']:.0f} s, RSS {fig['peak_rss_mib']:.0f} MiB; "
               f"per node-round "
               f"{msgs['total']:.2f} msgs ({msgs['maintenance']:.2f} maintenance), "
@@ -159,7 +161,8 @@ def main() -> None:
         if not args.no_record:
             record("scaling", fig, {"nodes": n, "rounds": args.rounds, "seed": args.seed,
                                     "mix": "default", "subscriptions": "skewed",
-                                    "events_per_round": 10, "sample": SAMPLE})  # fmt: skip
+                                    "events_per_round": 10, "sample": SAMPLE,
+                                    "compiled": native.in_use()})  # fmt: skip
 
 
 if __name__ == "__main__":
