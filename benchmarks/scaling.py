@@ -51,9 +51,11 @@ def _profile(p: Profile) -> Profile:
 
 
 def with_real_addresses(msg: m.Message) -> m.Message:
-    """A copy of a simulator message with every address as on a real network."""
-    out = object.__new__(type(msg))
-    for cls in type(msg).__mro__:
+    """A copy of a simulator message with every address as on a real network.
+    Built through the constructor (a compiled class refuses object.__new__),
+    whose parameters are the slots in MRO order, base first (tested)."""
+    values = []
+    for cls in reversed(type(msg).__mro__):
         for slot in getattr(cls, "__slots__", ()):
             value = getattr(msg, slot)
             if slot == "profile":
@@ -62,8 +64,8 @@ def with_real_addresses(msg: m.Message) -> m.Message:
                 value = tuple((_profile(p), age) for p, age in value)
             elif slot == "rows":
                 value = tuple((a, host(nb), ttl, fs) for a, nb, ttl, fs in value)
-            setattr(out, slot, value)
-    return out
+            values.append(value)
+    return type(msg)(*values)
 
 
 def measure(nodes: int, rounds: int, seed: int) -> dict:

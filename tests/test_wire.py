@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
 import random
 
@@ -11,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from vinifera import native
 from vinifera.errors import ViniferaError, brief
 from vinifera.fuzz import Fuzzer
 from vinifera.protocol import messages as m
@@ -23,6 +25,7 @@ from vinifera.ring import RING_MAX
 from vinifera.schema import Attribute, AttrType, Schema
 from vinifera.subscription import Event, Subscription
 from vinifera.wire import (
+    _KINDS,
     KIND_CHALLENGE,
     KIND_HELLO,
     MAC_SIZE,
@@ -518,3 +521,12 @@ def test_brief_does_not_walk_a_deep_structure():
     for _ in range(100_000):
         deep = (deep,)
     assert brief(deep) == "a tuple of 1 items"
+
+
+@pytest.mark.skipif(native.in_use(), reason="compiled classes have no signatures")
+def test_every_message_kind_is_built_from_its_slots_in_order():
+    """benchmarks/scaling.py copies messages through their constructors
+    (compiled classes have no other way): parameters = slots, base first."""
+    for cls in _KINDS:
+        slots = [s for k in reversed(cls.__mro__) for s in getattr(k, "__slots__", ())]
+        assert list(inspect.signature(cls.__init__).parameters)[1:] == slots, cls.__name__
