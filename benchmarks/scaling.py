@@ -50,21 +50,31 @@ def _profile(p: Profile) -> Profile:
     return Profile(host(p.address), p.ident, p.subscription, p.seq)
 
 
+def fields(cls: type) -> list[str]:
+    """A message class's fields in constructor order: its slots, base first
+    (tests/test_wire.py checks that constructors take them so); a compiled
+    class has no __slots__ but lists its own attributes, then its bases'."""
+    slots = [s for k in reversed(cls.__mro__) for s in getattr(k, "__slots__", ())]
+    if slots:
+        return slots
+    own = [a for a in dict.fromkeys(cls.__mypyc_attrs__) if a not in ("kind", "profile")]
+    return ["profile", *own]
+
+
 def with_real_addresses(msg: m.Message) -> m.Message:
-    """A copy of a simulator message with every address as on a real network.
-    Built through the constructor (a compiled class refuses object.__new__),
-    whose parameters are the slots in MRO order, base first (tested)."""
+    """A copy of a simulator message with every address as on a real
+    network, built through the constructor (a compiled class refuses
+    object.__new__)."""
     values = []
-    for cls in reversed(type(msg).__mro__):
-        for slot in getattr(cls, "__slots__", ()):
-            value = getattr(msg, slot)
-            if slot == "profile":
-                value = _profile(value)
-            elif slot == "entries":
-                value = tuple((_profile(p), age) for p, age in value)
-            elif slot == "rows":
-                value = tuple((a, host(nb), ttl, fs) for a, nb, ttl, fs in value)
-            values.append(value)
+    for slot in fields(type(msg)):
+        value = getattr(msg, slot)
+        if slot == "profile":
+            value = _profile(value)
+        elif slot == "entries":
+            value = tuple((_profile(p), age) for p, age in value)
+        elif slot == "rows":
+            value = tuple((a, host(nb), ttl, fs) for a, nb, ttl, fs in value)
+        values.append(value)
     return type(msg)(*values)
 
 
