@@ -378,7 +378,7 @@ class NodeRunner:
 
     def _deliver(self, action: Deliver) -> None:
         self.counters["delivered"] += 1
-        d = Delivery(action.info["eid"], action.event, action.info["hops"], self.clock.now())
+        d = Delivery(action.eid, action.event, action.hops, self.clock.now())
         for listener in self._listeners:
             listener(d)
 
