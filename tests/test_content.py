@@ -67,9 +67,9 @@ class Net:
 
     def publish(self, addr, a0, a1):
         event = Event.build(SCHEMA, {"a0": a0, "a1": a1})
-        eid, actions = self.nodes[addr].publish(self.now, event)
-        self.run(actions, addr)
-        return eid, event
+        published = self.nodes[addr].publish(self.now, event)
+        self.run(published.actions, addr)
+        return published.eid, event
 
     def expected(self, event):
         return {

@@ -4,6 +4,7 @@ protocol never performs I/O itself."""
 from __future__ import annotations
 
 from collections.abc import Hashable
+from typing import NamedTuple
 
 from vinifera.subscription import Event
 
@@ -35,6 +36,14 @@ class Deliver:
 
     def __repr__(self) -> str:
         return f"Deliver(eid={self.eid}, hops={self.hops}, attr={self.attr!r})"
+
+
+class Published(NamedTuple):
+    """What `Node.publish` returns: the new event's identifier beside the
+    actions every entry point returns (a tuple: `eid, actions = ...` works)."""
+
+    eid: int
+    actions: list
 
 
 class Log:
