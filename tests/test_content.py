@@ -48,8 +48,8 @@ class Net:
         while queue:
             src, a = queue.pop(0)
             if isinstance(a, Deliver):
-                self.deliveries.append((src, a.info["eid"]))
-                self.hops.setdefault(a.info["eid"], {}).setdefault(src, a.info["hops"])
+                self.deliveries.append((src, a.eid))
+                self.hops.setdefault(a.eid, {}).setdefault(src, a.hops)
             elif (
                 isinstance(a, Send)
                 and a.dest in self.nodes
@@ -67,9 +67,9 @@ class Net:
 
     def publish(self, addr, a0, a1):
         event = Event.build(SCHEMA, {"a0": a0, "a1": a1})
-        eid, actions = self.nodes[addr].publish(self.now, event)
-        self.run(actions, addr)
-        return eid, event
+        published = self.nodes[addr].publish(self.now, event)
+        self.run(published.actions, addr)
+        return published.eid, event
 
     def expected(self, event):
         return {
@@ -367,7 +367,7 @@ def test_a_pushed_event_is_delivered_and_pushed_on_once_to_the_links_that_want_i
     node, others = _pusher(ContentConfig(balancing=False))
     event = Event.build(SCHEMA, {"a0": 150.0, "a1": 1.0})
     out = node.receive(0.5, msgs.EventPush(others[4].profile, 5, event, 2))
-    assert [a.info["hops"] for a in out if isinstance(a, Deliver)] == [2]
+    assert [a.hops for a in out if isinstance(a, Deliver)] == [2]
     assert _pushes(out) == [(1, 3)]  # not 2 (no match), 3 (no sub), 4 (the sender)
     again = node.receive(0.6, msgs.EventPush(others[1].profile, 5, event, 4))
     assert not [a for a in again if isinstance(a, Deliver)] and _pushes(again) == []

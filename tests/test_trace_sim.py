@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from vinifera.churn_traces import bundled_trace_path, read_bundled_trace, window
 from vinifera.cli.main import main
+from vinifera.protocol.actions import Deliver
 from vinifera.protocol.config import ContentConfig
 from vinifera.sim.config import SimConfig
 from vinifera.sim.driver import Simulation
@@ -318,6 +319,7 @@ def test_a_restarted_node_does_not_deliver_again_what_it_delivered_before():
     first = node(1)
     first.start(0.0)
     eid, actions = first.publish(1.0, event)  # it matches: delivered to itself
+    assert any(type(a) is Deliver and a.eid == eid for a in actions)
     assert any(getattr(a, "record", {}).get("ev") == "deliver" for a in actions)
     copy = m.EventMessage(Profile(8, 1, None), eid, event, "a0", 0, 3, False)
     for restored in (True, False):

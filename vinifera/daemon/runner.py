@@ -378,7 +378,7 @@ class NodeRunner:
 
     def _deliver(self, action: Deliver) -> None:
         self.counters["delivered"] += 1
-        d = Delivery(action.info["eid"], action.event, action.info["hops"], self.clock.now())
+        d = Delivery(action.eid, action.event, action.hops, self.clock.now())
         for listener in self._listeners:
             listener(d)
 
@@ -400,9 +400,9 @@ class NodeRunner:
         schema: SchemaError on bad values). Returns the event id."""
         node = self._require_running()
         event = values if isinstance(values, Event) else Event.build(self.settings.schema, values)
-        eid, actions = node.publish(self.clock.now(), event)
-        await self._execute(actions)
-        return eid
+        published = node.publish(self.clock.now(), event)
+        await self._execute(published.actions)
+        return published.eid
 
     async def subscribe(self, subscription: str | Subscription | None) -> Subscription | None:
         """Change the subscription at run time (an expression, a Subscription

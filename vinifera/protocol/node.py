@@ -17,7 +17,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from vinifera.protocol import messages as m
-from vinifera.protocol.actions import Log
+from vinifera.protocol.actions import Log, Published
 from vinifera.protocol.config import ContentConfig, OverlayConfig
 from vinifera.protocol.content import Content, subscription_identifier
 from vinifera.protocol.overlay import Overlay
@@ -127,13 +127,13 @@ class Node:
         self.content.tick(now)
         return self._flush()
 
-    def publish(self, now: float, event: Event) -> tuple[int, list]:
-        """Publish an event; returns (event id, actions)."""
+    def publish(self, now: float, event: Event) -> Published:
+        """Publish an event; returns its id with the actions."""
         self._require_alive()
         if not isinstance(event, Event):
             raise TypeError("event must be a vinifera.subscription.Event")
         eid = self.content.publish(now, event)
-        return eid, self._flush()
+        return Published(eid, self._flush())
 
     def receive(self, now: float, message: m.Message) -> list:
         """A decoded message from a peer. Its profile names the sender."""

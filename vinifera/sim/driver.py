@@ -160,8 +160,7 @@ class Simulation:
             elif kind == PUBLISH:
                 if alive:
                     publisher = alive[self.event_rng.choice(list(alive))]
-                    _eid, actions = publisher.publish(t, b)
-                    self._act(t, actions)
+                    self._act(t, publisher.publish(t, b).actions)
             elif kind == DEPART:
                 self._depart(t, a)
             else:  # JOIN

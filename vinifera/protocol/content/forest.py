@@ -394,5 +394,5 @@ class Forest:
         c = self.content
         self.delivered.set(now, eid)
         c.counters["events_delivered"] += 1
-        c.out.append(Deliver(event, {"eid": eid, "hops": hops, "attr": attr}))
+        c.out.append(Deliver(event, eid, hops, attr))
         c.out.append(Log(record(now, c.name, "deliver", eid=eid, hops=hops)))
