@@ -254,12 +254,17 @@ class Overlay:
         """Cheap evidence from a content message: refresh the link if it is
         one (no candidate bookkeeping: events arrive by the thousand)."""
         self.vetting.heard(profile.address, now)
+        if profile.address in self.links.by_address:
+            self._update_link(Entry(profile, now - self.transit))
+
+    def _update_link(self, entry: Entry) -> None:
+        """Fresher evidence of a link; a link that moved makes routing views
+        built from the links' identifiers stale (link_moves)."""
         links = self.links.by_address
-        cur = links.get(profile.address)
-        if cur is not None:
-            if cur.profile.ident != profile.ident:
-                self.link_moves += 1  # a link moved: routing views are stale
-            links[profile.address] = Entry(profile, now - self.transit)
+        addr = entry.profile.address
+        if links[addr].profile.ident != entry.profile.ident:
+            self.link_moves += 1
+        links[addr] = entry
 
     def move(self, now: float, ident: int) -> None:
         """Take a new identifier (load balancing); the ring follows."""
@@ -275,12 +280,8 @@ class Overlay:
         if self.unanswered:
             self.unanswered.discard(addr)
         self.cyclon.touch(entry)
-        links = self.links.by_address
-        cur = links.get(addr)
-        if cur is not None:
-            if cur.profile.ident != profile.ident:
-                self.link_moves += 1
-            links[addr] = entry
+        if addr in self.links.by_address:
+            self._update_link(entry)
         inbox = self.inbox
         if addr in inbox or len(inbox) < 2 * MAX_INBOX:
             inbox[addr] = entry

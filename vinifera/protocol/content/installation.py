@@ -90,11 +90,11 @@ class Installation:
     # ----------------------------------------------------------------- periodic
 
     def tick(self, now: float) -> None:
-        cfg = self.content.config
-        self.dirty.update(self.crt.expire(now, cfg.crt_expiry * self.content.period))
+        cfg, period = self.content.config, self.content.period
+        self.dirty.update(self.crt.expire(now, cfg.crt_expiry * period))
         self.route(now)
         if now >= self.next_keep_alive:
-            self.next_keep_alive = now + self.content.config.keep_alive_every * self.content.period
+            self.next_keep_alive = now + cfg.keep_alive_every * period
             self._keep_alive()
 
     def _keep_alive(self) -> None:

@@ -61,7 +61,7 @@ class Content:
         self.counters = dict.fromkeys(COUNTERS, 0)
         self._view: RouteView | None = None
         self._view_links: Links | None = None
-        self._view_ident: tuple[int, int] | None = None  # (our identifier, link moves)
+        self._view_stamp: tuple[int, int] | None = None  # (our identifier, link moves)
         self._view_sig: tuple | None = None
         self.view_version = 0  # bumped when the routing view changes
         self.started: float | None = None
@@ -96,13 +96,13 @@ class Content:
         (a link that moved) or ours change."""
         links = self.overlay.links
         stamp = (self.overlay.profile.ident, self.overlay.link_moves)
-        if self._view is not None and self._view_links is links and self._view_ident == stamp:
+        if self._view is not None and self._view_links is links and self._view_stamp == stamp:
             return self._view
         ident = stamp[0]
         by = links.by_address
         known = sorted((e.profile.ident, a) for a, e in by.items())
         sig = (ident, links.pred, links.succ, tuple(known))
-        self._view_links, self._view_ident = links, stamp
+        self._view_links, self._view_stamp = links, stamp
         if sig != self._view_sig or self._view is None:
             pred = by[links.pred].profile.ident if links.pred is not None else None
             succ = (by[links.succ].profile.ident, links.succ) if links.succ is not None else None
