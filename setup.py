@@ -40,7 +40,7 @@ COMPILED = [
     "vinifera/protocol/content/memory.py",
     "vinifera/sim/driver.py",
     "vinifera/sim/events.py",
-    "vinifera/sim/ledger.py",
+    "vinifera/ledger.py",
     "vinifera/sim/network.py",
 ]
 # What the build was made from: vinifera/native.py refuses a stale build.

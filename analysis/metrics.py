@@ -5,7 +5,7 @@ Only aggregates reach the driver: one row per time window, one row per
 distinct hop count, one row per (window, distinct forward count). Overall
 figures are sums of the per-window integer counts, so they are exact, and
 the ratios are formed and rounded on the driver with the same float
-operations as vinifera/sim/ledger.py, so they equal the simulator's own.
+operations as vinifera/ledger.py, so they equal the simulator's own.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Ground truth from the logs: who was alive, with which subscription, when;
 which events count; and the expected pairs (e, s) of docs/metrics.md.
 
-The rules are those of the reference implementation, vinifera/sim/ledger.py:
+The rules are those of the reference implementation, vinifera/ledger.py:
 
 - a node's lives: each `join` opens one; the first `leave` or `crash` after
   it (and before the next join) closes it; a life never closed lasts forever

@@ -6,7 +6,7 @@ simulation): the input of the analysis benchmarks.
 One file per node (`node-N.jsonl`, as a swarm writes them) and a swarm
 manifest (schema, period, origin, measurement window), schema v1
 (docs/logs.md). The reference workload's skewed subscriptions and events
-(vinifera.sim.workload), 1,000 nodes, 10 events per 1-second period. Each
+(vinifera.workload), 1,000 nodes, 10 events per 1-second period. Each
 event reaches every live node whose subscription matches it (a `recv`
 with `match` true, then a `deliver`, 1% lost), plus relays that are not
 interested (`recv` with `match` false); some copies are forwarded (`fwd`
@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from vinifera.schema import Schema
-from vinifera.sim.workload import Workload
+from vinifera.workload import Workload
 
 ORIGIN = 1_795_500_000.0  # Unix seconds, as a swarm's nodes stamp them
 PERIOD = 1.0

@@ -299,17 +299,7 @@ def _given(key: str) -> bool:
 
 def _trace_replay(o):
     """--trace and its options -> TraceReplay (None without --trace)."""
-    import hashlib
-    import math
-
-    from vinifera.churn_traces import (
-        TraceError,
-        detect_startup,
-        filter_glitches,
-        read_trace,
-        window,
-    )
-    from vinifera.sim.replay import TraceReplay
+    from vinifera.sim.replay import TraceInputError, load_replay
 
     path = o["trace_file"]
     if path is None:
@@ -321,78 +311,20 @@ def _trace_replay(o):
         if _given(key):
             raise click.UsageError(f"{_option_name(key)} does not go with --trace (the trace says)")
     try:
-        data = path.read_bytes()
-        tr = read_trace(path)
-    except TraceError as err:
-        raise click.BadParameter(str(err), param_hint="--trace") from None
-    except OSError as err:
-        raise click.BadParameter(f"{path}: {err.strerror or err}", param_hint="--trace") from None
-    full_end = tr.end
-    provenance = {
-        "trace": str(path),
-        "trace_md5": hashlib.md5(data).hexdigest(),
-        "trace_seconds_full": full_end,
-    }
-    # Glitches are judged on the whole trace (as `vinifera trace filter` does),
-    # then the window is cut.
-    glitches = o["glitches"] or "keep"
-    provenance["glitches"] = glitches
-    if glitches == "filter":
-        tr, report = filter_glitches(tr)
-        provenance["glitches_filtered"] = [g.to_dict() for g in report.glitches]
-        provenance["glitch_sessions_merged"] = report.sessions_merged
-    start = round(o["start_h"] * 3600) if o["start_h"] is not None else 0
-    end = round(o["end_h"] * 3600) if o["end_h"] is not None else tr.end
-    if start >= min(end, tr.end):
-        raise click.UsageError(
-            f"--start {start / 3600:g} h must be before --end {end / 3600:g} h and before the "
-            f"trace ends ({tr.end / 3600:.2f} h)"
-        )
-    if start or end < tr.end:
-        tr = window(tr, start, end)
-    if len(tr) == 0:
-        raise click.UsageError(
-            f"no trace node is up between {start / 3600:g} h and {(start + tr.end) / 3600:g} h"
-        )
-    provenance["start_hours"] = start / 3600
-    provenance["end_hours"] = (start + tr.end) / 3600
-    # Default measurement start: after a start-up flash crowd, rounded up to
-    # the hour (Skype: complete at 3.87 h, so 4 h), as its newcomers are
-    # still installing their subscriptions; otherwise the usual warm-up.
-    startup = detect_startup(tr)
-    provenance["startup"] = None if startup is None else startup.to_dict()
-    if o["measure_from_h"] is not None:
-        measure_from = o["measure_from_h"] * 3600
-        provenance["measure_from_source"] = "--measure-from"
-    elif startup is not None:
-        measure_from = math.ceil(startup.time / 3600) * 3600
-        provenance["measure_from_source"] = "start-up flash crowd, rounded up to the hour"
-    else:
-        measure_from = None
-        provenance["measure_from_source"] = "warm-up"
-    if measure_from is not None and measure_from >= tr.end:
-        raise click.UsageError(
-            f"--measure-from {measure_from / 3600:g} h is not inside the replay "
-            f"(0 .. {tr.end / 3600:.2f} h)"
-        )
-    s = o["round_seconds"] or 120.0
-    last = math.ceil(tr.end / s) - o["deadline"]  # events from this round on do not count
-    if o["events_per_round"] > 0 and math.ceil((measure_from or 0) / s) >= last:
-        raise click.UsageError(
-            f"nothing to measure: events count from {(measure_from or 0) / 3600:g} h, but only "
-            f"those published {o['deadline']:g} rounds before the replay's end "
-            f"({tr.end / 3600:.2f} h) can be judged; use a longer window or an earlier "
-            "--measure-from"
-        )
-    try:
-        return TraceReplay(
-            tr,
+        return load_replay(
+            path,
             round_seconds=o["round_seconds"] or 120.0,
+            start_hours=o["start_h"],
+            end_hours=o["end_h"],
+            glitches=o["glitches"] or "keep",
             departures=o["departures"] or "crash",
-            measure_from=measure_from,
-            provenance=tuple(provenance.items()),
+            measure_from_hours=o["measure_from_h"],
+            deadline_rounds=o["deadline"],
+            publishing=o["events_per_round"] > 0,
         )
-    except ValueError as err:
+    except TraceInputError as err:
+        if err.unreadable:
+            raise click.BadParameter(str(err), param_hint="--trace") from None
         raise click.UsageError(str(err)) from None
 
 

@@ -6,8 +6,8 @@ from collections import Counter
 import pytest
 
 from vinifera.schema import Attribute, AttrType, Schema
-from vinifera.sim.workload import Workload
 from vinifera.subscription import Event, Subscription
+from vinifera.workload import Workload
 
 N = 4000
 

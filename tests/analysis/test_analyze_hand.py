@@ -244,8 +244,8 @@ EXPECTED = {
 def test_reference_ledger_agrees(analyzed):
     """The simulator's Ledger, fed the same records in time order, says the same."""
     from vinifera.analysis.metrics import LEDGER_KEYS
+    from vinifera.ledger import Ledger
     from vinifera.schema import Schema
-    from vinifera.sim.ledger import Ledger
 
     _, _, result = analyzed
     ledger = Ledger(Schema.from_toml(SCHEMA_TOML), 10.0, 40.0, 5.0)

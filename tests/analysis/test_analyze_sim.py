@@ -1,5 +1,5 @@
 """`vinifera analyze` over simulator runs equals the simulator's own summary
-(computed by vinifera/sim/ledger.py from the same records), through the CLI
+(computed by vinifera/ledger.py from the same records), through the CLI
 as a user runs it: Vinifera with a crash wave, a join wave and a congestion
 cap, beside the baseline, in one report."""
 

@@ -161,7 +161,7 @@ def test_without_the_rule_the_silent_node_would_count_as_missing(swarm_dir, tmp_
     receive what was published after."""
     import shutil
 
-    from vinifera.sim.ledger import Ledger
+    from vinifera.ledger import Ledger
     from vinifera.swarm.results import read_records
 
     copy = tmp_path / "logs"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import math
 
-from vinifera.sim.ledger import Ledger
+from vinifera.ledger import Ledger
 
 LOAD_GRID = tuple(i / 100 for i in range(101))  # the CDF is sampled at these loads
 

@@ -6,26 +6,13 @@ does by default (docs/traces.md)."""
 from __future__ import annotations
 
 import functools
-import hashlib
-import math
 from pathlib import Path
 
-from vinifera.churn_traces import (
-    Trace,
-    TraceError,
-    detect_startup,
-    filter_glitches,
-    read_trace,
-    window,
-)
-from vinifera.sim.replay import TraceReplay
+from vinifera.churn_traces import Trace
+from vinifera.sim.replay import TraceInputError, TraceReplay, load_replay
 
 # EXPERIMENTS.md: a pair counts when the subscriber stays alive this many rounds.
 DEADLINE_ROUNDS = 5.0
-
-
-class TraceInputError(ValueError):
-    """The trace cannot be read or the window asked for holds nothing to measure."""
 
 
 def resolve(path: str) -> str:
@@ -45,42 +32,14 @@ def replay(point: dict) -> TraceReplay:
 
 @functools.lru_cache(maxsize=8)
 def _replay(path: str, end_hours: float | None, round_seconds: float, glitches: str):
-    try:
-        data = Path(path).read_bytes()
-        full = read_trace(path)
-    except TraceError as err:
-        raise TraceInputError(str(err)) from None
-    except OSError as err:
-        raise TraceInputError(f"{path}: {err.strerror or err}") from None
-    provenance = {"trace_md5": hashlib.md5(data).hexdigest(), "glitches": glitches}
-    tr = full
-    if glitches == "filter":  # judged on the whole trace, then windowed
-        tr, report = filter_glitches(tr)
-        provenance["glitch_sessions_merged"] = report.sessions_merged
-    if end_hours is not None:
-        end = round(end_hours * 3600)
-        if end <= 0:
-            raise TraceInputError(f"end_hours={end_hours}: nothing to replay")
-        if end < tr.end:
-            tr = window(tr, 0, end)
-    provenance["end_hours"] = tr.end / 3600
-    startup = detect_startup(tr)
-    measure_from = None if startup is None else math.ceil(startup.time / 3600) * 3600
-    if measure_from is not None and measure_from >= tr.end:
-        measure_from = None
-    rounds = math.ceil(tr.end / round_seconds)
-    first = 0 if measure_from is None else math.ceil(measure_from / round_seconds)
-    if first >= rounds - DEADLINE_ROUNDS:
-        raise TraceInputError(
-            f"end_hours={end_hours}: the replay ({tr.end / 3600:.2f} h) ends before anything "
-            f"can be measured (events count from {first * round_seconds / 3600:g} h and need "
-            f"{DEADLINE_ROUNDS:g} rounds after them)"
-        )
-    return TraceReplay(
-        tr,
+    if end_hours is not None and round(end_hours * 3600) <= 0:
+        raise TraceInputError(f"end_hours={end_hours}: nothing to replay")
+    return load_replay(
+        path,
         round_seconds=round_seconds,
-        measure_from=measure_from,
-        provenance=tuple(provenance.items()),
+        end_hours=end_hours,
+        glitches=glitches,
+        deadline_rounds=DEADLINE_ROUNDS,
     )
 
 

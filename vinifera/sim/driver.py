@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from vinifera.ledger import Ledger
 from vinifera.protocol.actions import Log, Send
 from vinifera.protocol.node import Node
 from vinifera.protocol.records import node_name, record
@@ -20,9 +21,8 @@ from vinifera.schema import Schema
 from vinifera.sim import metrics
 from vinifera.sim.config import SimConfig
 from vinifera.sim.events import EventQueue
-from vinifera.sim.ledger import Ledger
 from vinifera.sim.logwriter import LOG_FILE_NAME, JsonLinesWriter
-from vinifera.sim.workload import Workload
+from vinifera.workload import Workload
 
 # Event kinds in the queue.
 JOIN, TICK, MESSAGE, PUBLISH, DEPART = 0, 1, 2, 3, 4

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from vinifera.churn_traces import ChurnSchedule, Trace, map_to_slots
 from vinifera.schema import Schema
-from vinifera.sim.workload import Workload
+from vinifera.workload import Workload
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from vinifera.ledger import Ledger
 from vinifera.schema import Schema
-from vinifera.sim.ledger import Ledger
 from vinifera.swarm.runner import read_manifest, write_json_atomically
 from vinifera.swarm.window import DEADLINE_PERIODS, inferred_crashes, swarm_window
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from vinifera.daemon.control import ControlError, request
 from vinifera.protocol.records import record
-from vinifera.sim.workload import Workload
 from vinifera.swarm.plan import SwarmPlan
 from vinifera.swarm.window import DEADLINE_PERIODS
+from vinifera.workload import Workload
 
 MANIFEST = "manifest.json"
 # Unix socket paths are at most 107 bytes; leave room for "/n12345.sock".

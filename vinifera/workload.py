@@ -1,5 +1,7 @@
 """The reference workloads of EXPERIMENTS.md ("Reference workload").
 
+Shared by the simulator and the swarms (vinifera/sim, vinifera/swarm).
+
 - random: centres (and event values) uniform over each attribute's domain;
 - skewed: each domain is cut into ``buckets`` equal buckets whose popularity
   is Zipf (rank r has weight 1/r**zipf_exponent) over a random permutation of
