@@ -21,7 +21,9 @@ from setuptools import setup
 COMPILED = [
     "vinifera/ring.py",
     "vinifera/ranges.py",
+    "vinifera/ledger.py",
     "vinifera/protocol/actions.py",
+    "vinifera/protocol/candidates.py",
     "vinifera/protocol/config.py",
     "vinifera/protocol/cyclon.py",
     "vinifera/protocol/messages.py",
@@ -30,6 +32,7 @@ COMPILED = [
     "vinifera/protocol/profile.py",
     "vinifera/protocol/records.py",
     "vinifera/protocol/routing.py",
+    "vinifera/protocol/selection.py",
     "vinifera/protocol/tman.py",
     "vinifera/protocol/content/balancing.py",
     "vinifera/protocol/content/crt.py",
@@ -40,7 +43,6 @@ COMPILED = [
     "vinifera/protocol/content/memory.py",
     "vinifera/sim/driver.py",
     "vinifera/sim/events.py",
-    "vinifera/ledger.py",
     "vinifera/sim/network.py",
 ]
 # What the build was made from: vinifera/native.py refuses a stale build.

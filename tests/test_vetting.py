@@ -88,7 +88,7 @@ def test_a_link_goes_only_to_a_node_that_answered_a_trial_ping():
     a.tick(3.5)  # the fake's trial is older than answer_within: silence
     assert a.overlay.vetting.is_silent(99)
     a.receive(3.6, m.TmanRequest(Profile(3, 300, SUB), entries))
-    assert 99 not in a.overlay.inbox  # its gossip is not believed any more
+    assert 99 not in a.overlay.candidates.inbox  # its gossip is not believed any more
     assert 99 not in a.overlay.links.by_address
 
 

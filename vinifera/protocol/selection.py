@@ -1,0 +1,154 @@
+"""T-Man's two choices, from a node's candidates (paper Sec. IV-B): its
+routing links (2 ring links, friends, small-world links, plus ring backups)
+and the buffer it sends a peer in an exchange. Pure functions of their
+arguments; the building blocks are in tman.py."""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from collections import deque
+from collections.abc import Hashable, Sequence
+
+from vinifera.protocol.config import OverlayConfig
+from vinifera.protocol.profile import Entry, Profile, to_wire_entries
+from vinifera.protocol.records import hex_id, node_name, record
+from vinifera.protocol.tman import (
+    Links,
+    RingIndex,
+    rank_targets_sorted,
+    ring_neighbourhood,
+    select_friends,
+    select_small_world,
+    small_world_targets,
+)
+from vinifera.ring import RING_SIZE
+
+# Identifiers sampled before small-world targets are drawn in rank space.
+MIN_RANK_SAMPLE = 32
+
+
+class IdentifierSample:
+    """The last `size` identifiers seen in Cyclon shuffles, a uniform sample
+    of the ring's population, kept sorted too (for rank-based small-world
+    targets)."""
+
+    def __init__(self, size: int = 128) -> None:
+        self._arrival: deque[int] = deque(maxlen=size)
+        self.sorted: list[int] = []
+
+    def add(self, ident: int) -> None:
+        arrival, ordered = self._arrival, self.sorted
+        if len(arrival) == arrival.maxlen:
+            del ordered[bisect_left(ordered, arrival[0])]  # the oldest goes
+        arrival.append(ident)
+        insort(ordered, ident)
+
+
+def select_links(
+    me: Profile,
+    cands: list[Entry],
+    ring: RingIndex,
+    cfg: OverlayConfig,
+    primary: str | None,
+    sorted_sample: Sequence[int],
+    sw_fractions: Sequence[float],
+    held_small_world: Sequence[Hashable],
+) -> tuple[Links, list[Entry]]:
+    """The routing links chosen from `cands` (`ring`: the same, by
+    identifier), and the ring backups. `sorted_sample`: identifiers seen in
+    Cyclon shuffles, sorted (a uniform sample of the population);
+    `held_small_world`: the small-world links held now (kept while fit)."""
+    succs, preds = ring_neighbourhood(me.ident, cands, cfg.ring_backups + 1, ring)
+    succ = succs[0] if succs else None
+    pred = preds[0] if preds else None
+    taken = set()
+    if succ is not None:
+        taken.add(succ.profile.address)
+    if pred is not None:
+        taken.add(pred.profile.address)
+    friends = select_friends(me.ident, me.subscription, primary, cands, cfg.friends, taken)
+    for e in friends:
+        taken.add(e.profile.address)
+    n_sw = cfg.small_world
+    if cfg.lend_unused_friend_slots:
+        n_sw += cfg.friends - len(friends)
+    small_world = []
+    if n_sw > 0 and succs:
+        # typical distance between nodes here: the span of our ring
+        # neighbourhood over the number of gaps in it
+        span = (succs[-1].profile.ident - preds[-1].profile.ident) % RING_SIZE
+        gap = span // (len(succs) + len(preds))
+        # friends already reach our neighbourhood of interest: long links
+        # start beyond the farthest of them
+        for e in friends:
+            d = (e.profile.ident - me.ident) % RING_SIZE
+            gap = max(gap, min(d, RING_SIZE - d))
+        if len(sorted_sample) >= MIN_RANK_SAMPLE:
+            targets = rank_targets_sorted(me.ident, sorted_sample, sw_fractions[:n_sw])
+        else:  # too few samples yet: identifier distance
+            targets = small_world_targets(me.ident, gap, sw_fractions[:n_sw])
+        small_world = select_small_world(targets, cands, taken, held_small_world, me.ident, ring)
+    return Links(succ, pred, friends, small_world), succs[1:] + preds[1:]
+
+
+def tman_buffer(
+    me: Profile,
+    now: float,
+    target: Profile,
+    pool: list[Entry],
+    ring: RingIndex,
+    links: dict[Hashable, Entry],
+    cfg: OverlayConfig,
+) -> tuple:
+    """What we send in a T-Man exchange, ranked for the receiver (T-Man's
+    key to fast convergence): the candidates closest to its identifier
+    first, then our own links (its neighbour's friends are likely its
+    friends too), then the rest of what we know; capped. `pool`: the
+    candidates of our last reselection, `ring` the same by identifier."""
+    cap = cfg.tman_message_size
+    limit = now - cfg.stale_after
+    taddr = target.address
+    fresh = [e.heard >= limit and e.profile.address != taddr for e in pool]
+    mine = Entry(me, now)
+    if sum(fresh) + 1 <= cap:
+        return to_wire_entries([e for e, ok in zip(pool, fresh, strict=True) if ok] + [mine], now)
+    # the closest to the receiver first (ties: our pool's order, ourselves last)
+    t = target.ident
+    near = ring.nearest(t, cap // 2, fresh.__getitem__)
+    d = (me.ident - t) % RING_SIZE
+    near.append((min(d, RING_SIZE - d), len(pool)))
+    near.sort()
+    chosen: dict = {}
+    for _, i in near[: cap // 2]:
+        e = pool[i] if i < len(pool) else mine
+        chosen[e.profile.address] = e
+    for addr, e in links.items():
+        if addr != taddr:
+            chosen.setdefault(addr, e)
+    for e, ok in zip(pool, fresh, strict=True):
+        if len(chosen) >= cap:
+            break
+        if ok:
+            chosen.setdefault(e.profile.address, e)
+    if len(chosen) < cap:
+        chosen.setdefault(mine.profile.address, mine)
+    return to_wire_entries(list(chosen.values())[:cap], now)
+
+
+def links_record(now: float, name: str, ident: int, links: Links, primary: str | None) -> dict:
+    """The `links` log record of a node's routing table (docs/logs.md)."""
+
+    def named(addr):
+        return None if addr is None else node_name(addr)
+
+    return record(
+        now,
+        name,
+        "links",
+        id=hex_id(ident),
+        succ=named(links.succ),
+        pred=named(links.pred),
+        friends=[named(a) for a in links.friends],
+        small_world=[named(a) for a in links.small_world],
+        primary=primary,
+    )
