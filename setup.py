@@ -41,6 +41,7 @@ COMPILED = [
     "vinifera/protocol/content/installation.py",
     "vinifera/protocol/content/layer.py",
     "vinifera/protocol/content/memory.py",
+    "vinifera/protocol/content/retry.py",
     "vinifera/sim/driver.py",
     "vinifera/sim/events.py",
     "vinifera/sim/network.py",

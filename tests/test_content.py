@@ -293,11 +293,11 @@ def test_a_silent_ring_neighbours_keys_go_to_its_heir():
     e = {a: Entry(n.profile, 0.0) for a, n in nodes.items()}
     me.overlay.links = Links(succ=e[4], pred=e[2], small_world=[e[9]])
     me.overlay.ring_backups = [e[5], e[1]]
-    c = me.content.forest
-    assert c._next_hop_without(key_of(350.0), 4) == 5  # the successor's heir
-    assert c._next_hop_without(key_of(150.0), 2) is MINE  # we are the predecessor's
-    assert c._next_hop_without(key_of(50.0), 2) != MINE  # not its keys: routed on
-    assert c._next_hop_without(key_of(950.0), 9) == 4  # a long link: routed around
+    c = me.content.retries
+    assert c.next_hop_without(key_of(350.0), 4) == 5  # the successor's heir
+    assert c.next_hop_without(key_of(150.0), 2) is MINE  # we are the predecessor's
+    assert c.next_hop_without(key_of(50.0), 2) != MINE  # not its keys: routed on
+    assert c.next_hop_without(key_of(950.0), 9) == 4  # a long link: routed around
 
 
 def test_an_up_copy_handed_back_goes_to_the_known_node_after_the_key_once():

@@ -5,10 +5,9 @@ of that attribute's key. Every node a copy reaches forwards it down the CRT
 rows whose filters hold the key and the event, and an `up` copy continues
 toward the rendezvous. A node handles each (event, attribute) once,
 delivers an event once, and delivers only what matches its own current
-subscription. Under churn: copies are acknowledged and an unacknowledged up
-copy is retried around its silent hop (a silent ring neighbour's keys go
-to its heir), an up copy is not lost between two nodes with stale rings,
-and recent events are sent down rows that reach a node late (catch-up).
+subscription. Under churn: an up copy is not lost between two nodes with
+stale rings, recent events are sent down rows that reach a node late
+(catch-up), and unacknowledged up copies are retried (retry.py).
 Subscription awareness: the first time a node handles an event it also
 pushes it to links whose subscription matches. docs/protocol.md says why
 each exists.
@@ -24,8 +23,7 @@ from vinifera.protocol.actions import Deliver, Log, Send
 from vinifera.protocol.content.crt import Row
 from vinifera.protocol.content.memory import ExpiringMap
 from vinifera.protocol.records import record
-from vinifera.protocol.routing import MINE, RouteView
-from vinifera.ring import cw_distance, in_arc
+from vinifera.protocol.routing import MINE
 from vinifera.subscription import Event
 
 if TYPE_CHECKING:  # (a cycle: the layer holds its parts)
@@ -61,14 +59,6 @@ class Copy(NamedTuple):
     up: bool  # still on its way to the rendezvous
 
 
-class Unacked(NamedTuple):
-    """An up copy sent and not yet acknowledged (ContentConfig.event_retry)."""
-
-    sent: float
-    hop: Hashable
-    copy: Copy
-
-
 class Forest:
     def __init__(self, content: Content) -> None:
         self.content = content
@@ -76,8 +66,6 @@ class Forest:
         self.seen = ExpiringMap()  # (eid, attr) -> DOWN_DONE | UP_DONE
         self.delivered = ExpiringMap()  # eid
         self.recent = ExpiringMap()  # (eid, attr) -> RecentEvent (catch_up)
-        self.unacked: list[Unacked] = []
-        self.acks: dict[Hashable, float] = {}  # hop -> last pong
         self.period_events = 0
 
     def forget_before(self, dedupe_horizon: float, catch_up_horizon: float) -> None:
@@ -250,7 +238,7 @@ class Forest:
                              copy.hops + 1, copy.up)  # fmt: skip
         c.out.append(Send(nb, msg))
         if copy.up and c.config.event_retry:
-            self.unacked.append(Unacked(now, nb, copy))
+            c.retries.sent(now, nb, copy)
 
     # ----------------------------------------------------------------- pushes
 
@@ -327,61 +315,6 @@ class Forest:
                 memo.had.add(nb)
                 c.counters["events_caught_up"] += 1
                 self._send_copy(now, nb, Copy(eid, memo.event, attr, memo.key, memo.hops, False))
-
-    def on_ack(self, now: float, address: Hashable) -> None:
-        """A pong: whatever we sent that node before now has arrived."""
-        if self.unacked:
-            self.acks[address] = now
-
-    def retry_unacked(self, now: float) -> None:
-        """Up copies sent at least an ack round trip ago and still
-        unacknowledged go once more, around their hop (ContentConfig.event_retry)."""
-        c = self.content
-        wait = 2 * c.overlay.transit  # the assumed round-trip bound
-        keep = []
-        acks = self.acks
-        me = c.profile
-        for item in self.unacked:
-            if item.sent > now - wait:
-                keep.append(item)  # its ack may still be on the way
-                continue
-            if acks.get(item.hop, -1.0) >= item.sent:
-                continue
-            c.counters["events_retried"] += 1
-            copy = item.copy
-            alt = self._next_hop_without(copy.key, item.hop)
-            if alt is not MINE and alt != item.hop:
-                msg = m.EventMessage(me, copy.eid, copy.event, copy.attr, copy.key,
-                                     copy.hops + 1, True)  # fmt: skip
-                c.out.append(Send(alt, msg))
-        self.unacked = keep
-        # Only acks newer than the oldest copy still waiting can matter.
-        oldest = min((item.sent for item in keep), default=now)
-        self.acks = {a: t for a, t in acks.items() if t >= oldest}
-
-    def _next_hop_without(self, key: int, avoid: Hashable) -> Hashable:
-        """Where a key would go if `avoid` were not a link. A silent ring
-        neighbour's keys pass to its heir, the next node on that side: for
-        a silent successor the next successor we know of, and for a silent
-        predecessor ourselves (MINE). The heir keeps the event (catch_up)
-        and, once ring repair makes it the rendezvous and the subscribers'
-        rows arrive, sends it down to them."""
-        c = self.content
-        view = c.view()
-        me = view.me
-        backups = [e.profile for e in c.overlay.ring_backups if e.profile.address != avoid]
-        if avoid == view.succ_address:
-            heir = min(backups, key=lambda p: cw_distance(me, p.ident), default=None)
-            return MINE if heir is None else heir.address
-        if avoid == c.overlay.links.pred and view.pred is not None:
-            # its keys, (its own predecessor, it], are ours once it is gone
-            before = [p.ident for p in backups if p.ident != view.pred]
-            start = min(before, key=lambda i: cw_distance(i, me), default=None)
-            if start is not None and in_arc(key, start, view.pred):
-                return MINE
-        known = [(i, a) for i, a in zip(view.idents, view.addresses, strict=True) if a != avoid]
-        succ = (view.succ, view.succ_address) if view.succ is not None else None
-        return RouteView(view.me, view.pred, succ, known).next_hop(key)
 
     # ----------------------------------------------------------------- delivery
 

@@ -19,6 +19,7 @@ from vinifera.protocol.content.balancing import Balancer
 from vinifera.protocol.content.crt import Crt
 from vinifera.protocol.content.forest import Forest
 from vinifera.protocol.content.installation import Installation
+from vinifera.protocol.content.retry import Retries
 from vinifera.protocol.overlay import Overlay
 from vinifera.protocol.profile import Profile
 from vinifera.protocol.routing import RouteView
@@ -69,6 +70,7 @@ class Content:
         self._last_tick_version = -1
         self.installation = Installation(self)
         self.forest = Forest(self)
+        self.retries = Retries(self)
         self.balancer = Balancer(self)
         self.installation.on_row_changed = self.forest.catch_up if config.catch_up > 0 else None
         self._refresh_own()
@@ -156,8 +158,8 @@ class Content:
         forest.period_events = 0
         forest.forget_before(self.dedupe_horizon(now), now - cfg.catch_up * self.period)
         self.balancer.forget_before(now - cfg.balance_window * self.period)
-        if forest.unacked:
-            forest.retry_unacked(now)
+        if self.retries.unacked:
+            self.retries.retry(now)
         if not self.ready:
             if self.started is None:
                 self.started = now - self.period  # first tick: one period after start
@@ -215,7 +217,7 @@ class Content:
         self.installation.peer_gone(now, address)
 
     def on_ack(self, now: float, address: Hashable) -> None:
-        self.forest.on_ack(now, address)
+        self.retries.on_ack(now, address)
 
     def restore_delivered(self, journal) -> None:
         self.forest.restore_delivered(journal)
