@@ -44,7 +44,7 @@ def build_node(rows: int, rng: random.Random) -> Node:
         sub = Subscription.build(SCHEMA, {"a0": (lo, lo + rng.uniform(5, 25))})
         keys = IntervalSet.of(*sub.key_ranges["a0"])
         node.receive(0.1, m.Install(nb, "a0", (Filter(keys, (), 1),)))
-    rows_held = len(node.content.crt.rows["a0"])
+    rows_held = sum(r["attribute"] == "a0" for r in node.snapshot()["crt_rows"])
     assert rows_held == rows, rows_held
     return node
 

@@ -99,7 +99,7 @@ def main() -> None:
     indeg: dict[object, int] = defaultdict(int)
     roles: dict[object, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for node in sim.alive.values():
-        links = node.overlay.links
+        links = node.links()
         for addr in links.by_address:
             indeg[addr] += 1
         for role, addrs in (

@@ -32,7 +32,6 @@ from vinifera.expr import parse_subscription
 from vinifera.jsonlines import JsonLinesWriter
 from vinifera.protocol.actions import Deliver, Log, Send
 from vinifera.protocol.node import Node as ProtocolNode
-from vinifera.protocol.records import hex_id
 from vinifera.subscription import Event, Subscription
 from vinifera.wire import (
     MAX_DATAGRAM,
@@ -137,7 +136,7 @@ class NodeRunner:
                 content=s.content_config(),
             )
             # gossip caps count per host (an IP, an IPv6 prefix), like admission
-            self.node.overlay.use_hosts(self._host_of)
+            self.node.use_hosts(self._host_of)
             self.clock = Clock()
             self._gate = Gate(
                 s.network_key,
@@ -148,7 +147,7 @@ class NodeRunner:
             )
             if s.log_file is not None:
                 # A previous life's deliveries are not delivered again.
-                since = self.node.content.dedupe_horizon(self.clock.now())
+                since = self.node.dedupe_horizon(self.clock.now())
                 self.node.restore_delivered(recent_deliveries(s.log_file, since))
                 self._log = JsonLinesWriter(s.log_file, append=True)
             try:
@@ -417,39 +416,11 @@ class NodeRunner:
 
     def status(self) -> dict:
         node = self._require_running()
-        overlay = node.overlay
-        links = overlay.links
-        crt = node.content.crt
-        rows = []
-        for attr, by_nb in crt.rows.items():
-            for nb, row in by_nb.items():
-                rows.append(
-                    {
-                        "attribute": attr,
-                        "neighbour": nb,
-                        "filters": len(row.filters),
-                        "ranges": [[hex_id(lo), hex_id(hi)] for lo, hi in row.keys.intervals],
-                    }
-                )
-        sub = node.subscription
+        core = node.snapshot()
+        protocol_counters = core.pop("protocol_counters")
         return {
             "address": self.address,
-            "id": hex_id(node.ident),
-            "subscription": None if sub is None else str(sub),
-            "primary": overlay.primary.current,
-            # own subscription installed toward its rendezvous (or nothing to install)
-            "installed": node.content.ready or sub is None,
-            "links": {
-                "succ": links.succ,
-                "pred": links.pred,
-                "friends": list(links.friends),
-                "small_world": list(links.small_world),
-            },
-            "view": sorted(overlay.cyclon.view),
-            # gossip vetting: nodes that answered us lately, and those ignored
-            "verified": len(overlay.vetting.answered),
-            "silent": len(overlay.vetting.silent),
-            "crt_rows": rows,
+            **core,
             "counters": {
                 **dict(self.counters),
                 **{f"bad_{k}": v for k, v in self.bad.items()},
@@ -457,7 +428,7 @@ class NodeRunner:
             },
             "recv_buffer": self.recv_buffer,
             "top_hosts": self._admission.top_hosts(),
-            "protocol_counters": {**overlay.counters, **node.content.counters},
+            "protocol_counters": protocol_counters,
             "period": self.settings.period,
             "system": self.settings.system,
         }

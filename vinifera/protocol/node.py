@@ -23,6 +23,7 @@ from vinifera.protocol.content import Content, subscription_identifier
 from vinifera.protocol.overlay import Overlay
 from vinifera.protocol.profile import Profile
 from vinifera.protocol.records import hex_id, record
+from vinifera.protocol.tman import Links
 from vinifera.ring import RING_BITS
 from vinifera.schema import Schema
 from vinifera.subscription import Event, Subscription
@@ -56,7 +57,7 @@ class Node:
         self.content = Content(self.overlay, content, content_rng, self.out)
         self.overlay.peer_gone = self.content.peer_gone
         self.alive = False
-        self.counters = {"received": 0}
+        self._received = 0  # messages handled
         self._handlers: dict[type, Callable[[float, Any], None]] = {
             m.Join: self.overlay.on_join,
             m.JoinReply: self.overlay.on_join_reply,
@@ -100,6 +101,75 @@ class Node:
     def name(self) -> str:
         return self.overlay.name
 
+    @property
+    def primary(self) -> str | None:
+        """The attribute our friends are chosen on (Algorithm 1)."""
+        return self.overlay.primary.current
+
+    def links(self) -> Links:
+        """The routing table now: addresses by role (`succ`, `pred`,
+        `friends`, `small_world`) and `by_address`. Read only: a reselection
+        replaces it."""
+        return self.overlay.links
+
+    def link_addresses(self) -> list[Hashable]:
+        return self.overlay.link_addresses()
+
+    def view(self) -> list[Hashable]:
+        """The addresses in the Cyclon view (peer sampling)."""
+        return list(self.overlay.cyclon.view)
+
+    def counters(self) -> dict[str, int]:
+        """Every protocol counter: the overlay's, the content layer's, and
+        `received` (messages handled)."""
+        return {**self.overlay.counters, **self.content.counters, "received": self._received}
+
+    def snapshot(self) -> dict[str, Any]:
+        """What a driver shows of this node (JSON-able): identity, links,
+        view, vetting, CRT rows and counters."""
+        overlay, content = self.overlay, self.content
+        links = overlay.links
+        sub = self.subscription
+        rows = [
+            {
+                "attribute": attr,
+                "neighbour": nb,
+                "filters": len(row.filters),
+                "ranges": [[hex_id(lo), hex_id(hi)] for lo, hi in row.keys.intervals],
+            }
+            for attr, by_nb in content.crt.rows.items()
+            for nb, row in by_nb.items()
+        ]
+        return {
+            "id": hex_id(self.ident),
+            "subscription": None if sub is None else str(sub),
+            "primary": self.primary,
+            # own subscription installed toward its rendezvous (or nothing to install)
+            "installed": content.ready or sub is None,
+            "links": {
+                "succ": links.succ,
+                "pred": links.pred,
+                "friends": list(links.friends),
+                "small_world": list(links.small_world),
+            },
+            "view": sorted(overlay.cyclon.view),
+            # gossip vetting: nodes that answered us lately, and those ignored
+            "verified": len(overlay.vetting.answered),
+            "silent": len(overlay.vetting.silent),
+            "crt_rows": rows,
+            "protocol_counters": self.counters(),
+        }
+
+    def dedupe_horizon(self, now: float) -> float:
+        """Deliveries older than this are forgotten (so a restarted daemon
+        needs its journal only back to here)."""
+        return self.content.dedupe_horizon(now)
+
+    def use_hosts(self, host_of: Callable[[Hashable], Hashable]) -> None:
+        """Count gossip caps per host(address), not per address (the daemon:
+        an IP or an IPv6 prefix, one machine with many ports)."""
+        self.overlay.use_hosts(host_of)
+
     # ----------------------------------------------------------------- inputs
 
     def start(self, now: float, bootstrap: Sequence[Hashable] = ()) -> list:
@@ -141,7 +211,7 @@ class Node:
         handler = self._handlers.get(type(message))
         if handler is None:
             raise TypeError(f"no handler for {type(message).__name__}")
-        self.counters["received"] += 1
+        self._received += 1
         handler(now, message)
         return self._flush()
 

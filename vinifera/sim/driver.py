@@ -236,7 +236,7 @@ class Simulation:
             content=self.config.content,
         )
         if old is not None:
-            self._retired_moves += old.content.counters["moves"]
+            self._retired_moves += old.counters()["moves"]
             self.replay_counts["rejoins"] += 1
             # Everything is fresh but the delivery journal, which a daemon
             # keeps on disk: a copy still travelling toward (or retried to)
@@ -338,7 +338,7 @@ class Simulation:
             summary["deadline_rounds"] = cfg.deadline_rounds
             summary.update(self.ledger.summary())
             summary["identifier_moves"] = self._retired_moves + sum(
-                n.content.counters["moves"] for n in self.nodes if n is not None
+                n.counters()["moves"] for n in self.nodes if n is not None
             )
         if self.replay is not None:
             summary.update(

@@ -17,14 +17,14 @@ def ring_correct_fraction(alive: Sequence[Node]) -> float:
     if n == 0:
         return 1.0
     if n == 1:
-        links = alive[0].overlay.links
+        links = alive[0].links()
         return 1.0 if links.succ is None and links.pred is None else 0.0
     order = sorted(alive, key=_ident)
     correct = 0
     for i, node in enumerate(order):
         true_succ = order[(i + 1) % n].address
         true_pred = order[i - 1].address
-        links = node.overlay.links
+        links = node.links()
         if links.succ == true_succ and links.pred == true_pred:
             correct += 1
     return correct / n
@@ -35,7 +35,7 @@ def _ident(node: Node) -> int:
 
 
 def max_degree(alive: Sequence[Node]) -> int:
-    return max((len(n.overlay.links.entries()) for n in alive), default=0)
+    return max((len(n.link_addresses()) for n in alive), default=0)
 
 
 def mean_friend_utility(alive: Sequence[Node], by_address: dict) -> float:
@@ -44,8 +44,8 @@ def mean_friend_utility(alive: Sequence[Node], by_address: dict) -> float:
     total = 0.0
     count = 0
     for node in alive:
-        primary = node.overlay.primary.current
-        for addr in node.overlay.links.friends:
+        primary = node.primary
+        for addr in node.links().friends:
             peer = by_address.get(addr)
             if peer is None:
                 continue
@@ -61,7 +61,7 @@ def random_pair_utility(alive: Sequence[Node], rng: random.Random, pairs: int) -
     total = 0.0
     for _ in range(pairs):
         p, q = rng.sample(alive, 2)
-        total += friend_utility(p.subscription, q.subscription, p.overlay.primary.current)
+        total += friend_utility(p.subscription, q.subscription, p.primary)
     return total / pairs
 
 
@@ -70,7 +70,7 @@ def dead_links(alive: Sequence[Node], death_time: dict) -> list[tuple]:
     routing link of an alive node that points at a dead node."""
     found = []
     for node in alive:
-        for addr in node.overlay.link_addresses():
+        for addr in node.link_addresses():
             t = death_time.get(addr)
             if t is not None:
                 found.append((node.address, addr, t))

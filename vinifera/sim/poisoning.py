@@ -50,12 +50,12 @@ def poison(
         sim._run_until((r + 1) * period)
         if r >= warmup:
             target = sim.alive[target_addr]
-            view = target.overlay.cyclon.view
+            view = target.view()
             worst["view"] = max(worst["view"], len(fake_addrs.intersection(view)))
-            links = target.overlay.links.by_address
+            links = target.link_addresses()
             worst["links"] = max(worst["links"], len(fake_addrs.intersection(links)))
             for addr, node in sim.alive.items():
-                if addr != target_addr and fake_addrs.intersection(node.overlay.links.by_address):
+                if addr != target_addr and fake_addrs.intersection(node.link_addresses()):
                     others.add(addr)
     return {
         "view_max": worst["view"],
