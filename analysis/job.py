@@ -94,7 +94,7 @@ def _analyze(spark, spec: RunSpec, recs: ingest.Records, out, say) -> RunResult:
     last_seen = spark.createDataFrame(sorted(last_t.items()), "node string, last_t double")
     m = metrics.measure(recs, spec.schema, start, end, spec.deadline, spec.window, count,
                         infer_crashes=spec.infer_crashes, last_seen=last_seen,
-                        progress=say)  # fmt: skip
+                        progress=say, nodes=sorted(last_t))  # fmt: skip
     problems["invalid_event"] = m.extra["invalid_events"]
     problems["invalid_subscription"] = m.extra["invalid_subscriptions"]
     problems = {k: v for k, v in problems.items() if v}
