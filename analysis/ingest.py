@@ -2,11 +2,17 @@
 store, which every query of the analysis (and every later analysis of the
 same logs) reads instead of the JSON.
 
-Parsing JSON is most of the cost of an analysis; Parquet is columnar, so a
-query reads only the columns it needs, and the record kind (`ev`, a
-dictionary-encoded column) is cheap to filter on. (Partitioning the store by
-record family was tried: writing it cost 45% more CPU than the plain store,
-13.7 vs 9.4 CPU-s for 2 M records, more than the scans it saves.)
+The store is partitioned by record family (`family=msg`: recv and drop,
+`deliver`, `other`: everything else, malformed lines included), so that a
+query reads only its family's files and, Parquet being columnar, only the
+columns it needs: the ground truth (joins, subscriptions, publications,
+leaves: a few rows per node and per event) comes from a small `other`
+partition instead of a scan of every record. The partitions are written by
+concurrent writers (no sort of the records by family before writing).
+
+Beside the store: the per-file counts (`_vinifera_stats.json`: records per
+file, node, kind and problem, with their time span), which depend on the
+logs only, so a later analysis of the same logs does not count again.
 
 The store is reused while the log files are the same (paths, sizes and
 modification times, recorded beside it) and the reader is the same version;
@@ -20,27 +26,64 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from vinifera.analysis.reading import LOG_SCHEMA_VERSION, read_records
 
 # Bump when the stored columns or their meaning change: old stores are rebuilt.
-STORE_VERSION = 3
+STORE_VERSION = 5
 FINGERPRINT = "_vinifera_ingest.json"
-PARTS = ("msg", "deliver", "other")
-
-
+STATS = "_vinifera_stats.json"
 FAMILIES = {"msg": ("recv", "drop"), "deliver": ("deliver",)}
+# At most this many files open per writing task: one per family, no sort.
+_WRITERS = {"spark.sql.maxConcurrentOutputFileWriters": str(len(FAMILIES) + 1)}
+# Columns with a distinct value on almost every row: a dictionary is built
+# and then abandoned (12% of the writing CPU on 2 M records). lz4_raw: as
+# small as snappy here, a little cheaper.
+_WRITE_OPTIONS = {
+    "compression": "lz4_raw",
+    **{f"parquet.enable.dictionary#{c}": "false" for c in ("t", "seq", "eid", "nid")},
+}
+
+
+def node_id(node: Column) -> Column:
+    """A 64-bit hash of the node's name: the key of the large aggregations
+    (hashing and shuffling a long is cheaper than a string). Used only when
+    the run's node names hash apart (metrics.measure checks)."""
+    return F.xxhash64(node)
+
+
+def family_of(ev: Column, problem: Column) -> Column:
+    """msg, deliver or other (every other kind, and every malformed line)."""
+    usable = problem.isNull()
+    out = F.lit("other")
+    for name, kinds in FAMILIES.items():
+        out = F.when(usable & ev.isin(*kinds), F.lit(name)).otherwise(out)
+    return out
+
+
+@dataclass(frozen=True)
+class FileStats:
+    """Records of one (file, node, kind, problem): how many, first and last t."""
+
+    file: str
+    node: str | None
+    ev: str | None
+    problem: str | None
+    n: int
+    t0: float | None
+    t1: float | None
 
 
 class Records:
-    """The records of one run, by family. `all` is every row (the columns
-    of analysis/reading.py); `msg` (recv, drop), `deliver` and `other`
-    (everything else, malformed lines included) are filters on it."""
+    """The records of one run. `all` is every row (the columns of
+    analysis/reading.py and `family`); `msg` (recv, drop), `deliver` (both
+    usable only) and `other` (everything else) are its families."""
 
     def __init__(self, df: DataFrame, cached: bool, store: Path | None, reused: bool) -> None:
         self.all = df
@@ -49,11 +92,7 @@ class Records:
         self.reused = reused
 
     def family(self, part: str) -> DataFrame:
-        ev = F.col("ev")
-        if part == "other":
-            known = [k for kinds in FAMILIES.values() for k in kinds]
-            return self.all.where(~ev.isin(*known) | ev.isNull() | F.col("problem").isNotNull())
-        return self.all.where(ev.isin(*FAMILIES[part]) & F.col("problem").isNull())
+        return self.all.where(F.col("family") == part)  # a partition filter on a store
 
     @property
     def msg(self) -> DataFrame:
@@ -66,6 +105,24 @@ class Records:
     @property
     def other(self) -> DataFrame:
         return self.family("other")
+
+    def stats(self) -> list[FileStats]:
+        """Counts per (file, node, kind, problem); kept beside a store."""
+        saved = None if self.store is None else self.store / STATS
+        if saved is not None and saved.is_file():
+            try:
+                return [FileStats(*row) for row in json.loads(saved.read_text(encoding="utf-8"))]
+            except (ValueError, TypeError):
+                pass
+        rows = (
+            self.all.groupBy("file", "node", "ev", "problem")
+            .agg(F.count(F.lit(1)).alias("n"), F.min("t").alias("t0"), F.max("t").alias("t1"))
+            .collect()
+        )
+        stats = [FileStats(*row) for row in rows]
+        if saved is not None:
+            saved.write_text(json.dumps([list(s.__dict__.values()) for s in stats]), "utf-8")
+        return stats
 
     def release(self) -> None:
         if self.cached:
@@ -80,6 +137,16 @@ def fingerprint(files: tuple[str, ...]) -> dict:
     return {"store_version": STORE_VERSION, "log_schema": LOG_SCHEMA_VERSION, "files": stats}
 
 
+def parsed(spark: SparkSession, logdir: str) -> DataFrame:
+    """The logs' records with their family (not cached)."""
+    df = read_records(spark, logdir)
+    return df.select(
+        "*",
+        node_id(F.col("node")).alias("nid"),
+        family_of(F.col("ev"), F.col("problem")).alias("family"),
+    )
+
+
 def load(
     spark: SparkSession, logdir: str, files: tuple[str, ...], store: Path | None, say
 ) -> Records:
@@ -87,7 +154,7 @@ def load(
     parse the logs (into the store when there is one)."""
     if store is None or not files:
         say("parsing the logs (kept in memory: no local store)")
-        df = read_records(spark, logdir).persist(StorageLevel.MEMORY_AND_DISK)
+        df = parsed(spark, logdir).persist(StorageLevel.MEMORY_AND_DISK)
         return Records(df, True, None, False)
     want = fingerprint(files)
     stamp = store / FINGERPRINT
@@ -101,6 +168,28 @@ def load(
     say(f"ingesting the logs into {store} (once: later runs on the same logs reuse it)")
     if store.exists():
         shutil.rmtree(store)
-    read_records(spark, logdir).write.parquet(str(store))
+    with _session_conf(spark, _WRITERS):
+        parsed(spark, logdir).write.partitionBy("family").options(**_WRITE_OPTIONS).parquet(
+            str(store)
+        )
     stamp.write_text(json.dumps(want), encoding="utf-8")
     return Records(spark.read.parquet(str(store)), False, store, False)
+
+
+class _session_conf:
+    """Set SQL settings for a block, then put back what was there."""
+
+    def __init__(self, spark: SparkSession, conf: dict[str, str]) -> None:
+        self.spark, self.conf, self.saved = spark, conf, {}
+
+    def __enter__(self) -> None:
+        for key, value in self.conf.items():
+            self.saved[key] = self.spark.conf.get(key, None)
+            self.spark.conf.set(key, value)
+
+    def __exit__(self, *exc) -> None:
+        for key, value in self.saved.items():
+            if value is None:
+                self.spark.conf.unset(key)
+            else:
+                self.spark.conf.set(key, value)

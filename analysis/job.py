@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from vinifera.analysis import ingest, metrics, plots, reading, report, tables
 from vinifera.analysis.inputs import InputError, RunSpec
@@ -53,42 +52,27 @@ def analyze_run(
 
 
 def _analyze(spark, spec: RunSpec, recs: ingest.Records, out, say) -> RunResult:
-    # One pass over the logs: counts per file, node, kind and problem, and
-    # the time span (small: the driver gets the totals, the nodes' last
-    # records stay in Spark for the lives).
-    per_node = (
-        recs.all.groupBy("file", "node", "ev", "problem")
-        .agg(F.count(F.lit(1)).alias("n"), F.min("t").alias("t0"), F.max("t").alias("t1"))
-        .persist()
-    )
-    try:
-        return _measure_run(spark, spec, recs, per_node, out, say)
-    finally:
-        per_node.unpersist()
-
-
-def _measure_run(spark, spec, recs, per_node, out, say) -> RunResult:
-    stats = (
-        per_node.groupBy("file", "ev", "problem")
-        .agg(F.sum("n").alias("n"), F.min("t0").alias("t0"), F.max("t1").alias("t1"))
-        .collect()
-    )
+    # One pass over the logs (or none: a store keeps them): counts per file,
+    # node, kind and problem, and the time span.
+    stats = recs.stats()
     if not stats:
         raise InputError(f"{spec.logdir}: the log files hold no records")
     problems: dict[str, int] = {}
     kinds: dict[str, int] = {}
     files: dict[str, list[int]] = {}
     t0 = t1 = None
+    last_t: dict[str, float] = {}  # each node's last usable record
     for r in stats:
-        per_file = files.setdefault(r["file"], [0, 0])
-        per_file[0] += r["n"]
-        if r["problem"] is not None:
-            problems[r["problem"]] = problems.get(r["problem"], 0) + r["n"]
-            per_file[1] += r["n"]
+        per_file = files.setdefault(r.file, [0, 0])
+        per_file[0] += r.n
+        if r.problem is not None:
+            problems[r.problem] = problems.get(r.problem, 0) + r.n
+            per_file[1] += r.n
             continue
-        kinds[r["ev"]] = kinds.get(r["ev"], 0) + r["n"]
-        t0 = r["t0"] if t0 is None else min(t0, r["t0"])
-        t1 = r["t1"] if t1 is None else max(t1, r["t1"])
+        kinds[r.ev] = kinds.get(r.ev, 0) + r.n
+        t0 = r.t0 if t0 is None else min(t0, r.t0)
+        t1 = r.t1 if t1 is None else max(t1, r.t1)
+        last_t[r.node] = max(last_t.get(r.node, r.t1), r.t1)
     usable = sum(kinds.values())
     if not usable:
         raise InputError(f"{spec.logdir}: none of the {sum(problems.values())} log lines is usable")
@@ -107,12 +91,10 @@ def _measure_run(spark, spec, recs, per_node, out, say) -> RunResult:
         )
     say(f"{usable} records in {len(files)} files; {sum(problems.values())} malformed")
 
-    last_seen = (
-        per_node.where(F.col("problem").isNull()).groupBy("node").agg(F.max("t1").alias("last_t"))
-    )
+    last_seen = spark.createDataFrame(sorted(last_t.items()), "node string, last_t double")
     m = metrics.measure(recs, spec.schema, start, end, spec.deadline, spec.window, count,
                         infer_crashes=spec.infer_crashes, last_seen=last_seen,
-                        progress=say)  # fmt: skip
+                        progress=say, nodes=sorted(last_t))  # fmt: skip
     problems["invalid_event"] = m.extra["invalid_events"]
     problems["invalid_subscription"] = m.extra["invalid_subscriptions"]
     problems = {k: v for k, v in problems.items() if v}

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from vinifera.analysis import truth, typed
+from vinifera.analysis import ingest, truth, typed
 from vinifera.schema import Schema
 
 # The metrics the simulator's summary.json carries, in its order.
@@ -111,6 +111,7 @@ def measure(
     infer_crashes: bool = False,
     last_seen: DataFrame | None = None,
     progress=lambda msg: None,
+    nodes: list[str] | None = None,
 ) -> Measurements:
     """Everything, from one run's records (analysis/ingest.Records).
 
@@ -123,8 +124,9 @@ def measure(
         return persisted[-1]
 
     try:
+        key = _node_key(recs.all.sparkSession, nodes)
         m = _measure(recs, schema, start, end, deadline, width, count, infer_crashes, last_seen,
-                     keep, progress)  # fmt: skip
+                     keep, progress, key)  # fmt: skip
     except BaseException:
         for df in persisted:
             df.unpersist()
@@ -133,17 +135,32 @@ def measure(
     return m
 
 
+def _node_key(spark, nodes: list[str] | None) -> str:
+    """The column the large aggregations key nodes by: `nid` (a hash of the
+    name) when the run's node names all hash apart, else the name."""
+    if not nodes:
+        return "node"
+    names = spark.createDataFrame([(n,) for n in nodes], "node string")
+    ids = names.select(F.count_distinct(ingest.node_id(F.col("node")))).first()[0]
+    return "nid" if ids == len(nodes) else "node"
+
+
 def _valid(df: DataFrame) -> DataFrame:
     return df.where(F.col("problem").isNull())
 
 
 def _measure(recs, schema, start, end, deadline, width, count, infer, last_seen, keep,
-             progress) -> Measurements:  # fmt: skip
-    other = _valid(recs.other)
+             progress, key) -> Measurements:  # fmt: skip
+    # Joins, subscriptions, publications, leaves: few rows, read once.
+    other = keep(_valid(recs.other))
     evs, publish = truth.events(other, schema, start, end, width, count)
     evs = keep(evs)
-    lifes = keep(truth.lives(other, infer, last_seen, _valid(recs.all)))
-    subs = keep(truth.subscriptions(other, schema))
+    lifes = keep(
+        truth.lives(other, infer, last_seen, _valid(recs.all)).withColumn(
+            "nid", ingest.node_id(F.col("node"))
+        )
+    )
+    subs = keep(truth.subscriptions(other, schema).withColumn("nid", ingest.node_id(F.col("node"))))
     progress("ground truth: events, lives, subscriptions")
     invalid_events = publish.where(~F.col("valid")).count()
     invalid_subs = subs.where(~F.col("valid")).count()
@@ -166,9 +183,10 @@ def _measure(recs, schema, start, end, deadline, width, count, infer, last_seen,
     add(_by_window(expected, expected_pairs=F.count(F.lit(1))))
 
     progress("deliveries: hits, false positives, duplicates")
-    rows = _delivery_counts(recs, evs, subs, lifes, schema, deadline, n_events, exact=False)
+    judge = dict(deadline=deadline, n_events=n_events, overlapping=overlapping, key=key)
+    rows = _delivery_counts(recs, evs, subs, lifes, schema, exact=False, **judge)
     if any(r["odd"] for r in rows):  # some node logged deliveries out of time order
-        rows = _delivery_counts(recs, evs, subs, lifes, schema, deadline, n_events, exact=True)
+        rows = _delivery_counts(recs, evs, subs, lifes, schema, exact=True, **judge)
     hops_hist: dict[int, int] = {}
     for r in rows:
         c = per_w[r["w"]]
@@ -181,7 +199,7 @@ def _measure(recs, schema, start, end, deadline, width, count, infer, last_seen,
     hops = sorted(hops_hist.items())
 
     progress("traffic and load")
-    msgs = _valid(recs.msg).select("eid", "node", "ev", "match", "fwd").join(ev_w, "eid")
+    msgs = recs.msg.select("eid", key, "ev", "match", "fwd").join(ev_w, "eid")
     add(
         _by_window(
             msgs,
@@ -191,20 +209,22 @@ def _measure(recs, schema, start, end, deadline, width, count, infer, last_seen,
         )
     )
     # Load: distinct events a node forwarded to at least one node.
+    # (The window is given by the event: one distinct, no second join.)
     forwarded = keep(
         msgs.where((F.col("ev") == "recv") & (F.col("fwd") > 0))
-        .select("node", "eid")
+        .select(key, "eid", "w")
         .distinct()
-        .join(ev_w, "eid")
-        .groupBy("node", "w")
+        .groupBy(key, "w")
         .agg(F.count(F.lit(1)).alias("forwarded"))
     )
     in_window = (
-        lifes.where((F.col("joined") < end) & (F.col("ended") > start)).select("node").distinct()
+        lifes.where((F.col("joined") < end) & (F.col("ended") > start))
+        .select(*dict.fromkeys(["node", key]))
+        .distinct()
     )
     node_load = keep(
         in_window.join(
-            forwarded.groupBy("node").agg(F.sum("forwarded").alias("forwarded")), "node", "left"
+            forwarded.groupBy(key).agg(F.sum("forwarded").alias("forwarded")), key, "left"
         )
         .select("node", F.coalesce(F.col("forwarded"), F.lit(0)).alias("forwarded"))
         .withColumn(
@@ -273,72 +293,77 @@ def _measure(recs, schema, start, end, deadline, width, count, infer, last_seen,
 
 
 def _delivery_counts(recs, evs, subs, lifes, schema: Schema, deadline: float, n_events: int,
-                     exact: bool) -> list:  # fmt: skip
+                     overlapping: int, key: str, exact: bool) -> list:  # fmt: skip
     """Rows (w, hops, hit, pairs, duplicates, false_positives, odd): the
     deliveries of counted events, in one shuffle and one aggregation.
 
-    Per (event, node) that delivered: n deliveries, how many were false
-    positives (the node's subscription at the delivery does not match), and
-    the first delivery's time and hops. It is a hit when the first delivery
-    is in time and the pair is expected: the node's subscription at the
-    publication matches and one of its lives covers the deadline (checked
-    against the small, broadcast subscriptions and lives, instead of joining
-    every expected pair with every delivery). The first delivery is taken
-    by min_by on the line (a hash aggregate on primitive columns), which is
-    the first by time whenever a node logs in time order; `odd` counts the
-    pairs where it is not, and `exact` redoes them by (time, line)."""
+    Each delivery is judged where it is read, against the small, broadcast
+    events, subscriptions and lives: a false positive when the node's
+    subscription at the delivery does not match; in time when it is logged
+    by the event's deadline and the pair is expected (the node's
+    subscription at the publication matches and one of its lives covers the
+    deadline). Then per (event, node): n deliveries, the false positives,
+    whether one was in time (the first one is, if any is), and the first
+    delivery's hops. The first delivery is taken by min_by on the line (a
+    hash aggregate on primitive columns), which is the first by time
+    whenever a node logs in time order; `odd` counts the pairs where it is
+    not, and `exact` redoes them by (time, line)."""
     e_cols = [typed.e_col(i) for i in range(len(schema))]
-    small = n_events <= BROADCAST_EVENTS
     ev = evs.select("eid", F.col("t").alias("te"), "w", *e_cols)
-    ev = F.broadcast(ev) if small else ev
-    d = _valid(recs.deliver).select("eid", "node", "t", "seq", "hops").join(ev, "eid").alias("d")
-    s = F.broadcast(subs).alias("s")
-    placed = d.join(
-        s,
-        (F.col("d.node") == F.col("s.node"))
-        & (F.col("s.since") <= F.col("d.t"))
-        & (F.col("d.t") < F.col("s.until")),
-        "left",
-    )
-    ok = typed.matches(schema, sub=lambda c: F.col(f"s.{c}"), event=lambda c: F.col(f"d.{c}"))
+    ev = F.broadcast(ev) if n_events <= BROADCAST_EVENTS else ev
+    d = recs.deliver.select("eid", key, "t", "seq", "hops").join(ev, "eid").alias("d")
+    te, node = F.col("d.te"), F.col(f"d.{key}")
+
+    def sub_at(alias: str, t) -> tuple[DataFrame, Column]:
+        s = F.broadcast(subs).alias(alias)
+        at = (node == F.col(f"{alias}.{key}")) & (F.col(f"{alias}.since") <= t)
+        return s, at & (t < F.col(f"{alias}.until"))
+
+    def matching(alias: str) -> Column:
+        return typed.matches(
+            schema, sub=lambda c: F.col(f"{alias}.{c}"), event=lambda c: F.col(f"d.{c}")
+        )
+
+    # A node's subscription versions cover disjoint times: at most one matches.
+    s_now, at_now = sub_at("s", F.col("d.t"))
+    s_pub, at_pub = sub_at("p", te)
+    judged = d.join(s_now, at_now, "left").join(s_pub, at_pub, "left")
+    end = te + F.lit(deadline)
+    if overlapping == 0 and deadline > 0:
+        # Disjoint lives: at most one covers [te, te + deadline].
+        lv = F.broadcast(lifes.select(key, "joined", "ended")).alias("l")
+        cover = (node == F.col(f"l.{key}")) & (F.col("l.joined") <= te) & (F.col("l.ended") >= end)
+        judged = judged.join(lv, cover, "left")
+        covered = F.col(f"l.{key}").isNotNull()
+    else:
+        lv = F.broadcast(
+            lifes.groupBy(key).agg(F.collect_list(F.struct("joined", "ended")).alias("lives"))
+        ).alias("l")
+        judged = judged.join(lv, node == F.col(f"l.{key}"), "left")
+        covered = F.coalesce(
+            F.exists("l.lives", lambda x: (x["joined"] <= te) & (x["ended"] >= end)), F.lit(False)
+        )
+    in_time = (F.col("d.t") <= end) & matching("p") & covered
     if exact:
         first = F.min(F.struct("d.t", "d.seq", "d.hops"))
         firsts = [first["t"].alias("t1"), first["hops"].alias("hops")]
     else:
         firsts = [F.min_by("d.t", "d.seq").alias("t1"), F.min_by("d.hops", "d.seq").alias("hops")]
-    # Grouped by (eid, node) only (narrow keys shuffle faster); the event
-    # comes back from the broadcast events.
-    pairs = (
-        placed.groupBy("d.eid", "d.node")
-        .agg(
-            F.count(F.lit(1)).alias("n"),
-            F.sum((~ok).cast("long")).alias("fp"),
-            F.min("d.t").alias("ft"),
-            *firsts,
-        )
-        .join(ev, "eid")
-        .alias("p")
+    # Grouped by (eid, node) and the event's window (given by the eid).
+    pairs = judged.groupBy("d.eid", f"d.{key}", "d.w").agg(
+        F.count(F.lit(1)).alias("n"),
+        F.sum((~matching("s")).cast("long")).alias("fp"),
+        F.min("d.t").alias("ft"),
+        F.max(in_time).alias("hit"),
+        *firsts,
     )
-    te = F.col("p.te")
-    at_te = (
-        (F.col("p.node") == F.col("s.node")) & (F.col("s.since") <= te) & (te < F.col("s.until"))
-    )
-    lives_of = F.broadcast(
-        lifes.groupBy("node").agg(F.collect_list(F.struct("joined", "ended")).alias("lives"))
-    ).alias("l")
-    wanted = typed.matches(schema, sub=lambda c: F.col(f"s.{c}"), event=lambda c: F.col(f"p.{c}"))
-    covered = F.exists(
-        F.col("l.lives"), lambda x: (x["joined"] <= te) & (x["ended"] >= te + F.lit(deadline))
-    )
-    hit = (F.col("p.ft") <= te + F.lit(deadline)) & wanted & F.coalesce(covered, F.lit(False))
-    judged = pairs.join(s, at_te, "left").join(lives_of, F.col("p.node") == F.col("l.node"), "left")
     return (
-        judged.groupBy(F.col("p.w").alias("w"), F.col("p.hops").alias("hops"), hit.alias("hit"))
+        pairs.groupBy("w", "hops", "hit")
         .agg(
             F.count(F.lit(1)).alias("pairs"),
-            F.sum(F.col("p.n") - 1).alias("duplicates"),
-            F.sum("p.fp").alias("false_positives"),
-            F.sum((F.col("p.t1") != F.col("p.ft")).cast("long")).alias("odd"),
+            F.sum(F.col("n") - 1).alias("duplicates"),
+            F.sum("fp").alias("false_positives"),
+            F.sum((F.col("t1") != F.col("ft")).cast("long")).alias("odd"),
         )
         .collect()
     )

@@ -15,6 +15,15 @@ _MASTER = re.compile(
     r"local(\[(\*|[1-9]\d*)(,\s*[1-9]\d*)?\])?|local-cluster\[.+\]|(spark|k8s|mesos)://.+|yarn"
 )
 _LOG4J = Path(__file__).with_name("log4j2.properties")
+# Every query is new generated code, and HotSpot's optimizing compiler (C2)
+# took a third of the driver's CPU on 10 M records. Higher C2 thresholds
+# compile only what is really hot: 111 -> 94 CPU-s for a first analysis
+# of 10 M records, 37 -> 32 from the store (docs/analysis.md). (C1 only
+# compiles far less but its code is slower: 180 and 47.)
+_JIT = " ".join(
+    f"-XX:Tier4{name}Threshold={n}"
+    for name, n in (("Invocation", 50000), ("MinInvocation", 20000), ("Compile", 60000))
+)
 
 
 def valid_master(master: str) -> bool:
@@ -50,7 +59,9 @@ def start(
         conf.setdefault("spark.driver.memory", "2g")
     conf.setdefault("spark.ui.showConsoleProgress", "false")
     if not under_spark_submit():  # spark-submit has started the driver JVM already
-        conf.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={_LOG4J}")
+        conf.setdefault(
+            "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={_LOG4J} {_JIT}"
+        )
     for key, value in conf.items():
         builder = builder.config(key, value)
     if log is not None and not under_spark_submit():

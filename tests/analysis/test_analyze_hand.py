@@ -214,11 +214,26 @@ def analyzed(spark, tmp_path_factory, log_writer):
     spec = inputs.resolve(str(logs), schema_path=schema, start=10.0, end=40.0, deadline=5.0,
                           window=10.0)  # fmt: skip
     report, results = job.analyze(spark, [spec], root / "out")
-    return root, report, results[0]
+    return root, report, results[0], spec
+
+
+def test_store_reused_and_node_names_as_keys_give_the_same(analyzed, spark, monkeypatch):
+    """Again on the same logs: the store (and its per-file counts) is read
+    instead of the JSON, and keying nodes by name (what happens when two
+    names' hashes collide) changes nothing."""
+    from vinifera.analysis import job, metrics
+
+    root, _, first, spec = analyzed
+    monkeypatch.setattr(metrics, "_node_key", lambda spark, nodes: "node")
+    _, (again,) = job.analyze(spark, [spec], root / "out")
+    assert again.inputs["store_reused"] and not first.inputs["store_reused"]
+    assert again.summary == first.summary
+    assert again.windows == first.windows
+    assert again.inputs["files"] == first.inputs["files"]
 
 
 def test_metrics_are_the_known_answers(analyzed):
-    _, _, result = analyzed
+    _, _, result, _ = analyzed
     s = result.summary
     assert {k: s[k] for k in s if k in EXPECTED} == EXPECTED
 
@@ -247,7 +262,7 @@ def test_reference_ledger_agrees(analyzed):
     from vinifera.ledger import Ledger
     from vinifera.schema import Schema
 
-    _, _, result = analyzed
+    _, _, result, _ = analyzed
     ledger = Ledger(Schema.from_toml(SCHEMA_TOML), 10.0, 40.0, 5.0)
     records = [r for rs in NODES.values() for r in rs] + [rec(1.0, "q2", "join", sub=None), Q2_END]
     for r in sorted(records, key=lambda r: r["t"]):
@@ -257,7 +272,7 @@ def test_reference_ledger_agrees(analyzed):
 
 
 def test_per_window(analyzed):
-    _, _, result = analyzed
+    _, _, result, _ = analyzed
     cols = ("events_published", "expected_pairs", "delivered_pairs", "hit_ratio",
             "false_positives", "duplicates", "event_messages", "event_messages_uninterested",
             "event_messages_dropped", "path_length", "load_max", "alive_nodes", "joins",
@@ -275,7 +290,7 @@ def test_per_window(analyzed):
 
 
 def test_malformed_lines_are_counted_by_problem(analyzed):
-    _, report, result = analyzed
+    _, report, result, _ = analyzed
     want: dict[str, int] = {}
     for problem, _ in BAD:
         want[problem] = want.get(problem, 0) + 1
@@ -286,7 +301,7 @@ def test_malformed_lines_are_counted_by_problem(analyzed):
 
 
 def test_reads_plain_gzip_and_nested_files_only(analyzed):
-    _, _, result = analyzed
+    _, _, result, _ = analyzed
     names = sorted(Path(f["file"]).name for f in result.inputs["files"])
     assert names == sorted(["bad.jsonl", "a.jsonl.gz", "x.jsonl.gz", "z.jsonl", "killed.jsonl.gz"]
                            + [f"{n}.jsonl" for n in "bcdprwy"])  # fmt: skip
@@ -296,7 +311,7 @@ def test_reads_plain_gzip_and_nested_files_only(analyzed):
 
 
 def test_outputs(analyzed, spark):
-    root, report, result = analyzed
+    root, report, result, _ = analyzed
     out = root / "out"
     assert report == out / "report.md"
     text = report.read_text()
