@@ -134,16 +134,17 @@ class NodeSettings:
             friends, small_world, _ = system_defaults("baseline")
         else:
             friends, small_world = self.friends, self.small_world
-        # The simulator's defaults are in periods of 1 s: keep their ratios.
+        # Durations are in periods (the protocol's unit); only the transit
+        # allowance, a bound on network delay, is set from seconds.
         return OverlayConfig(
             period=p,
-            probe_after=2 * p,
-            failure_timeout=5 * p,
-            departed_memory=10 * p,
-            transit_allowance=min(0.1, p / 4),
-            verify_memory=30 * p,
-            answer_within=2 * p,
-            silent_memory=30 * p,
+            probe_after=2.0,
+            failure_timeout=5.0,
+            departed_memory=10.0,
+            transit_allowance=min(0.1, p / 4) / p,
+            verify_memory=30.0,
+            answer_within=2.0,
+            silent_memory=30.0,
             friends=friends,
             small_world=small_world,
         )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
 
-from vinifera.protocol.config import OverlayConfig
+from vinifera.protocol.config import Durations
 from vinifera.protocol.profile import Entry, Profile
 from vinifera.protocol.vetting import SourceCaps, Vetting
 
@@ -23,14 +23,14 @@ MAX_INBOX = 64
 
 
 class Candidates:
-    def __init__(self, config: OverlayConfig, vetting: Vetting) -> None:
-        self.config = config
+    def __init__(self, durations: Durations, per_source: int, vetting: Vetting) -> None:
+        self.durations = durations
         self.vetting = vetting
-        self.transit = config.transit_allowance
+        self.transit = durations.transit
         # Candidates learned since the last reselection (gossip and contacts).
         self.inbox: dict[Hashable, Entry] = {}
         # Entries one source host's gossip may add per reselection.
-        self.caps = SourceCaps(config.tman_message_size)
+        self.caps = SourceCaps(per_source)
         # address -> when it said it left
         self.departed: dict[Hashable, float] = {}
 
@@ -53,7 +53,7 @@ class Candidates:
     def expire(self, now: float) -> None:
         """Departures older than departed_memory are forgotten."""
         if self.departed:
-            memory = self.config.departed_memory
+            memory = self.durations.departed_memory
             for addr, t in list(self.departed.items()):
                 if now - t > memory:
                     del self.departed[addr]
@@ -69,7 +69,7 @@ class Candidates:
         """Gossip we believe: not about us (`me`), not stale, not about a node
         that left after the evidence was gathered, not about one that would
         not answer us."""
-        limit = now - self.config.stale_after
+        limit = now - self.durations.stale_after
         departed = self.departed
         silent = self.vetting.silent
         ok = []
@@ -134,7 +134,7 @@ class Candidates:
     ) -> list[Entry]:
         """Everything believable we know (links, the inbox, ring backups and,
         unless None, the Cyclon view), one freshest entry per node."""
-        limit = now - self.config.stale_after
+        limit = now - self.durations.stale_after
         pool: dict[Hashable, Entry] = {}
         get = pool.get
         sources: tuple[Iterable[Entry], ...] = (links, self.inbox.values(), ring_backups)

@@ -1,17 +1,33 @@
 """Protocol configuration: every knob of the overlay, and why it exists.
 
-Times are in the same unit as the `now` the driver passes in (seconds for the
-daemon, virtual seconds for the simulator); one gossip period is one round.
+Every duration is in gossip periods (one period: one Cyclon shuffle and one
+T-Man exchange; one round of the simulator). `OverlayConfig.period` is the
+length of a period in the unit of the `now` the driver passes in (seconds
+for the daemon, 1 for the simulator, whose clock counts rounds); the protocol
+turns periods into that unit in one place, `OverlayConfig.durations()`.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
+from typing import NamedTuple
+
+
+class Durations(NamedTuple):
+    """The overlay's durations in the driver's time unit (periods x period)."""
+
+    probe_after: float
+    stale_after: float
+    transit: float
+    departed_memory: float
+    verify_memory: float
+    answer_within: float
+    silent_memory: float
 
 
 @dataclass(frozen=True, slots=True)
 class OverlayConfig:
-    # Gossip period: one Cyclon shuffle and one T-Man exchange per node each period.
+    # Length of a gossip period in the driver's time unit (the daemon: seconds).
     period: float = 1.0
     # Cyclon view size: big enough that the random graph stays connected under
     # heavy churn (Cyclon's paper uses 20 for 10^4-10^5 nodes).
@@ -39,7 +55,8 @@ class OverlayConfig:
     # Checked once per period, so links go when silence exceeds
     # failure_timeout - period: nobody keeps a dead neighbour longer than this.
     failure_timeout: float = 5.0
-    # Assumed upper bound on one-way delay. Evidence is back-dated by it, so
+    # Assumed upper bound on one-way delay (periods; the daemon sets it from
+    # seconds: min(0.1 s, period / 4)). Evidence is back-dated by it, so
     # a message in flight when its sender died never makes the sender look
     # alive after its death, however many gossip hops the news takes.
     transit_allowance: float = 0.1
@@ -84,8 +101,8 @@ class OverlayConfig:
             raise ValueError("shuffle_length cannot exceed view_size")
         if self.small_world < 0 or self.friends < 0:
             raise ValueError("small_world and friends must be >= 0")
-        if self.failure_timeout < self.probe_after + self.period:
-            raise ValueError("failure_timeout must be at least probe_after + period")
+        if self.failure_timeout < self.probe_after + 1:
+            raise ValueError("failure_timeout must be at least probe_after + 1 period")
         if self.transit_allowance < 0:
             raise ValueError("transit_allowance must be >= 0")
         if self.primary_margin < 1.0 or self.primary_patience < 1:
@@ -97,8 +114,22 @@ class OverlayConfig:
 
     @property
     def stale_after(self) -> float:
-        """Silence after which evidence no longer counts (see failure_timeout)."""
-        return self.failure_timeout - self.period
+        """Silence after which evidence no longer counts (see
+        failure_timeout), in periods."""
+        return self.failure_timeout - 1
+
+    def durations(self) -> Durations:
+        """The durations above in the driver's time unit."""
+        p = self.period
+        return Durations(
+            probe_after=self.probe_after * p,
+            stale_after=self.stale_after * p,
+            transit=self.transit_allowance * p,
+            departed_memory=self.departed_memory * p,
+            verify_memory=self.verify_memory * p,
+            answer_within=self.answer_within * p,
+            silent_memory=self.silent_memory * p,
+        )
 
     @property
     def max_links(self) -> int:

@@ -56,8 +56,9 @@ class Overlay:
         self.rng = rng
         self.out = out
         self.name = node_name(profile.address)
-        self.transit = config.transit_allowance
-        self.vetting = Vetting(config.verify_memory, config.answer_within, config.silent_memory)
+        self.durations = d = config.durations()
+        self.transit = d.transit
+        self.vetting = Vetting(d.verify_memory, d.answer_within, d.silent_memory)
         self.cyclon = Cyclon(
             profile.address,
             config.view_size,
@@ -65,7 +66,7 @@ class Overlay:
             rng,
             SourceCaps(config.gossip_per_source),
         )
-        self.candidates = Candidates(config, self.vetting)
+        self.candidates = Candidates(d, config.tman_message_size, self.vetting)
         self.links = Links()
         self.ring_backups: list[Entry] = []  # next successors/predecessors
         self.primary = PrimaryAttribute(config.primary_margin, config.primary_patience)
@@ -118,7 +119,6 @@ class Overlay:
     # ----------------------------------------------------------------- periodic
 
     def tick(self, now: float) -> None:
-        cfg = self.config
         for addr in self.vetting.tick(now):  # asked, never answered: forget them
             self.cyclon.forget(addr)
             self.candidates.forget(addr)
@@ -145,7 +145,7 @@ class Overlay:
         self._update_primary(now, cands)
         self._reselect(now, cands)
         kept = self.links.by_address
-        stale = now - cfg.stale_after
+        stale = now - self.durations.stale_after
         for addr, e in before.items():
             if addr not in kept and e.heard < stale:
                 self.counters["suspected"] += 1
@@ -161,7 +161,7 @@ class Overlay:
             self.out.append(Send(target.address, m.TmanRequest(self.profile, buf)))
         # Probe links we have not heard from lately.
         ping = None
-        probe = now - cfg.probe_after
+        probe = now - self.durations.probe_after
         for e in links:
             if e.heard <= probe:
                 ping = ping or m.Ping(self.profile)
@@ -338,7 +338,14 @@ class Overlay:
 
     def _tman_buffer(self, now: float, target: Profile) -> tuple:
         return tman_buffer(
-            self.profile, now, target, self._pool, self._ring, self.links.by_address, self.config
+            self.profile,
+            now,
+            target,
+            self._pool,
+            self._ring,
+            self.links.by_address,
+            self.config.tman_message_size,
+            self.durations.stale_after,
         )
 
     def _exchange_partner(self, pool: list[Entry]) -> Profile:

@@ -98,15 +98,16 @@ def tman_buffer(
     pool: list[Entry],
     ring: RingIndex,
     links: dict[Hashable, Entry],
-    cfg: OverlayConfig,
+    cap: int,
+    stale_after: float,
 ) -> tuple:
     """What we send in a T-Man exchange, ranked for the receiver (T-Man's
     key to fast convergence): the candidates closest to its identifier
     first, then our own links (its neighbour's friends are likely its
     friends too), then the rest of what we know; capped. `pool`: the
-    candidates of our last reselection, `ring` the same by identifier."""
-    cap = cfg.tman_message_size
-    limit = now - cfg.stale_after
+    candidates of our last reselection, `ring` the same by identifier;
+    `cap`: entries at most; `stale_after`: in the driver's time unit."""
+    limit = now - stale_after
     taddr = target.address
     fresh = [e.heard >= limit and e.profile.address != taddr for e in pool]
     mine = Entry(me, now)
