@@ -635,8 +635,9 @@ def _read_handover(r: _Reader, f: tuple):
     rows = []
     for e in _array(raw, MAX_HANDOVER_ROWS, "rows"):
         attr, nb, ttl, filters = _array(e, 4, "handover row", exact=4)
-        rows.append((_attr(attr, r.schema), _address(nb), _float(ttl, 0.0, MAX_AGE, "ttl"),
-                     _read_filters(r, filters)))  # fmt: skip
+        attr, nb = _attr(attr, r.schema), _address(nb)
+        ttl = _float(ttl, 0.0, MAX_AGE, "ttl")
+        rows.append(m.HandoverRow(attr, nb, ttl, _read_filters(r, filters)))
     return lambda p: m.Handover(p, new, tuple(rows))
 
 

@@ -4,6 +4,9 @@ current profile, so every message is also a heartbeat."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+from typing import NamedTuple
+
 from vinifera.protocol.profile import Profile
 
 # entries: tuple of (Profile, age) pairs, age in protocol time units.
@@ -209,6 +212,16 @@ class HandoverRequest(Message):
     def __init__(self, profile: Profile, new_ident: int) -> None:
         self.profile = profile
         self.new_ident = new_ident
+
+
+class HandoverRow(NamedTuple):
+    """One CRT row handed over: what `neighbour` asks in `attr`'s tree, for
+    `ttl` more (time units), as aggregated filters."""
+
+    attr: str
+    neighbour: Hashable
+    ttl: float
+    filters: tuple
 
 
 class Handover(Message):

@@ -241,20 +241,20 @@ class Installation:
 
     # ----------------------------------------------------------------- handover
 
-    def rows_for(self, keys: IntervalSet, ttl: float, now: float) -> list[tuple]:
-        """(attribute, neighbour, ttl, filters) of our rows' parts in `keys`,
-        and our own demand's: what a moving predecessor takes over."""
-        out: list[tuple] = []
+    def rows_for(self, keys: IntervalSet, ttl: float, now: float) -> list[m.HandoverRow]:
+        """Our rows' parts in `keys`, and our own demand's: what a moving
+        predecessor takes over."""
+        out: list[m.HandoverRow] = []
         for attr in self.crt.attributes():
             for nb, filters, expiry in self.crt.clipped(attr, keys):
-                out.append((attr, nb, max(0.0, expiry - now), filters))
+                out.append(m.HandoverRow(attr, nb, max(0.0, expiry - now), filters))
         if self.own is not None and self.own.keys.intersects(keys):
             own = self.own
-            out.append((self.own_attr, self.content.address, ttl,
-                        (Filter(own.keys & keys, own.box, 0),)))  # fmt: skip
+            out.append(m.HandoverRow(self.own_attr, self.content.address, ttl,
+                                     (Filter(own.keys & keys, own.box, 0),)))  # fmt: skip
         return out
 
-    def adopt(self, now: float, rows: Iterable[tuple]) -> None:
+    def adopt(self, now: float, rows: Iterable[m.HandoverRow]) -> None:
         """Rows handed over by our successor before we move: installed as if
         their neighbours had sent them, until those re-route to us."""
         me = self.content.address
