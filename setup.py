@@ -26,6 +26,7 @@ COMPILED = [
     "vinifera/protocol/candidates.py",
     "vinifera/protocol/config.py",
     "vinifera/protocol/cyclon.py",
+    "vinifera/protocol/joining.py",
     "vinifera/protocol/messages.py",
     "vinifera/protocol/node.py",
     "vinifera/protocol/overlay.py",

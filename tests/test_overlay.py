@@ -169,7 +169,7 @@ def test_a_bootstrap_node_whose_join_was_lost_is_retried_until_it_answers():
         for r in range(1, 8):
             for n in nodes.values():
                 deliver_all(nodes, n.tick(float(r)), float(r))
-        return not nodes[1].overlay.links.by_address, nodes[2].overlay.unanswered
+        return not nodes[1].overlay.links.by_address, nodes[2].overlay.joining.unanswered
 
     assert alone_after(0) == (True, {1})
     assert alone_after(10) == (False, set())

@@ -25,6 +25,7 @@ from vinifera.protocol.actions import Log, Send
 from vinifera.protocol.candidates import Candidates
 from vinifera.protocol.config import OverlayConfig
 from vinifera.protocol.cyclon import Cyclon
+from vinifera.protocol.joining import Joining
 from vinifera.protocol.profile import Entry, Profile, from_wire_entries, to_wire_entries
 from vinifera.protocol.records import node_name, record
 from vinifera.protocol.selection import (
@@ -73,10 +74,6 @@ class Overlay:
         self.primary.reset(profile.subscription)
         n_offsets = config.small_world + (config.friends if config.lend_unused_friend_slots else 0)
         self.sw_fractions = draw_small_world_fractions(n_offsets, rng)
-        self.bootstrap: list[Hashable] = []
-        # Bootstrap nodes not heard from yet, and join retries left for them.
-        self.unanswered: set[Hashable] = set()
-        self.join_retries = config.join_retries
         # Bumped when a link's identifier changes in place (it moved): what
         # was computed from the links' identifiers must be redone.
         self.link_moves = 0
@@ -85,6 +82,7 @@ class Overlay:
         self.id_sample = IdentifierSample()
         self._exchanges = 0
         self.counters = {"suspected": 0, "joins_sent": 0}
+        self.joining = Joining(config, rng, out, self.counters)
         # Called with (now, address) when a neighbour leaves or is suspected,
         # so that upper layers forget what they hold for it.
         self.peer_gone: Callable[[float, Hashable], None] | None = None
@@ -99,9 +97,7 @@ class Overlay:
     # ----------------------------------------------------------------- life cycle
 
     def start(self, now: float, bootstrap: Sequence[Hashable]) -> None:
-        self.bootstrap = [a for a in bootstrap if a != self.profile.address]
-        if self.bootstrap:  # else: the first node of a new overlay
-            self._send_joins()
+        self.joining.start(self.profile, bootstrap)
 
     def leave(self, now: float) -> None:
         msg = m.Leave(self.profile)
@@ -123,14 +119,7 @@ class Overlay:
             self.cyclon.forget(addr)
             self.candidates.forget(addr)
         self.candidates.expire(now)
-        if not self.cyclon.view and not self.links.by_address and self.bootstrap:
-            self._send_joins()
-        elif self.unanswered and self.join_retries > 0:
-            self.join_retries -= 1
-            msg = m.Join(self.profile)
-            for addr in sorted(self.unanswered, key=str):
-                self.counters["joins_sent"] += 1
-                self.out.append(Send(addr, msg))
+        self.joining.tick(self.profile, not self.cyclon.view and not self.links.by_address)
         # Cyclon: shuffle with the oldest neighbour.
         started = self.cyclon.start_shuffle()
         if started is not None:
@@ -255,8 +244,7 @@ class Overlay:
         entry = Entry(profile, now - self.transit)
         addr = profile.address
         self.vetting.heard(addr, now)
-        if self.unanswered:
-            self.unanswered.discard(addr)
+        self.joining.heard(addr)
         self.cyclon.touch(entry)
         if addr in self.links.by_address:
             self._update_link(entry)
@@ -362,14 +350,6 @@ class Overlay:
         return self.rng.choice(pool).profile
 
     # ----------------------------------------------------------------- misc
-
-    def _send_joins(self) -> None:
-        k = min(self.config.join_fanout, len(self.bootstrap))
-        msg = m.Join(self.profile)
-        for addr in self.rng.sample(self.bootstrap, k):
-            self.counters["joins_sent"] += 1
-            self.unanswered.add(addr)
-            self.out.append(Send(addr, msg))
 
     def link_addresses(self) -> list[Hashable]:
         return list(self.links.by_address)
