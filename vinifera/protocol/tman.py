@@ -11,6 +11,7 @@ import math
 import random
 from bisect import bisect_left, bisect_right
 from collections.abc import Hashable, Iterable, Sequence
+from typing import NamedTuple
 
 from vinifera.protocol.profile import Entry
 from vinifera.ranges import interval_overlap_utility
@@ -18,6 +19,15 @@ from vinifera.ring import RING_BITS, RING_MAX, RING_SIZE, ring_distance
 from vinifera.subscription import Subscription
 
 FULL_RANGE = (0, RING_MAX)
+
+
+class LinkShape(NamedTuple):
+    """The addresses of a routing table by role."""
+
+    succ: Hashable | None
+    pred: Hashable | None
+    friends: tuple
+    small_world: tuple
 
 
 class Links:
@@ -48,9 +58,9 @@ class Links:
         """Distinct link entries: ring first, then friends, then small-world."""
         return list(self.by_address.values())
 
-    def shape(self) -> tuple:
+    def shape(self) -> LinkShape:
         """A comparable summary, to detect changes worth logging."""
-        return (self.succ, self.pred, self.friends, self.small_world)
+        return LinkShape(self.succ, self.pred, self.friends, self.small_world)
 
 
 def ring_neighbourhood(
