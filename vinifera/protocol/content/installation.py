@@ -248,9 +248,9 @@ class Installation:
         for attr in self.crt.attributes():
             for nb, filters, expiry in self.crt.clipped(attr, keys):
                 out.append(m.HandoverRow(attr, nb, max(0.0, expiry - now), filters))
-        if self.own is not None and self.own.keys.intersects(keys):
-            own = self.own
-            out.append(m.HandoverRow(self.own_attr, self.content.address, ttl,
+        own, own_attr = self.own, self.own_attr  # set together
+        if own is not None and own_attr is not None and own.keys.intersects(keys):
+            out.append(m.HandoverRow(own_attr, self.content.address, ttl,
                                      (Filter(own.keys & keys, own.box, 0),)))  # fmt: skip
         return out
 
