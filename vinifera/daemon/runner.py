@@ -416,11 +416,9 @@ class NodeRunner:
 
     def status(self) -> dict:
         node = self._require_running()
-        core = node.snapshot()
-        protocol_counters = core.pop("protocol_counters")
         return {
             "address": self.address,
-            **core,
+            **node.snapshot(),
             "counters": {
                 **dict(self.counters),
                 **{f"bad_{k}": v for k, v in self.bad.items()},
@@ -428,7 +426,7 @@ class NodeRunner:
             },
             "recv_buffer": self.recv_buffer,
             "top_hosts": self._admission.top_hosts(),
-            "protocol_counters": protocol_counters,
+            "protocol_counters": node.counters(),
             "period": self.settings.period,
             "system": self.settings.system,
         }

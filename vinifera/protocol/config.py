@@ -53,7 +53,7 @@ class OverlayConfig:
     # The longest a node keeps a neighbour it has no evidence of life from
     # (directly or through fresher gossip); older gossip is never believed.
     # Checked once per period, so links go when silence exceeds
-    # failure_timeout - period: nobody keeps a dead neighbour longer than this.
+    # failure_timeout - 1 period: nobody keeps a dead neighbour longer than this.
     failure_timeout: float = 5.0
     # Assumed upper bound on one-way delay (periods; the daemon sets it from
     # seconds: min(0.1 s, period / 4)). Evidence is back-dated by it, so

@@ -126,7 +126,7 @@ class Node:
 
     def snapshot(self) -> dict[str, Any]:
         """What a driver shows of this node (JSON-able): identity, links,
-        view, vetting, CRT rows and counters."""
+        view, vetting and CRT rows (counters: `counters()`)."""
         overlay, content = self.overlay, self.content
         links = overlay.links
         sub = self.subscription
@@ -157,7 +157,6 @@ class Node:
             "verified": len(overlay.vetting.answered),
             "silent": len(overlay.vetting.silent),
             "crt_rows": rows,
-            "protocol_counters": self.counters(),
         }
 
     def dedupe_horizon(self, now: float) -> float:
