@@ -80,6 +80,12 @@ async def test_thirty_nodes_deliver_every_event_exactly_once():
         statuses = [n.status() for n in swarm.nodes]
         assert all(s["counters"].get("bad", 0) == 0 for s in statuses)
         assert sum(len(s["crt_rows"]) for s in statuses) > 0
+        # every datagram sent is counted under the kind of message it carried
+        for s in statuses:
+            assert sum(s["sent_datagrams"].values()) == s["counters"]["datagrams_sent"]
+            assert s["sent_bytes"]["Shuffle"] > 0
+            assert s["sent_bytes"].keys() == s["sent_datagrams"].keys()
+        assert sum(s["sent_datagrams"].get("EventMessage", 0) for s in statuses) > 0
 
 
 async def test_publish_and_subscribe_through_the_api(tmp_path):

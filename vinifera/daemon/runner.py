@@ -92,6 +92,9 @@ class NodeRunner:
         self.control_address: str | None = None  # as bound (a TCP port 0 resolved)
         self.node: ProtocolNode | None = None
         self.counters: Counter = Counter()
+        # what a node's bandwidth goes to: UDP datagrams and payload bytes by message kind
+        self.sent_datagrams: Counter = Counter()
+        self.sent_bytes: Counter = Counter()
         self.bad: Counter = Counter()
         self.failures: Counter = Counter()  # exception type -> datagrams it cost
         self._listeners: list[Callable[[Delivery], None]] = []
@@ -274,8 +277,8 @@ class NodeRunner:
             return
         sender = self._name(src)
         verdict = self._gate.inbound(d, sender, len(data), now)
-        for reply in verdict.replies:
-            await self._sendto(reply, src[:2])
+        for reply in verdict.replies:  # handshakes, and messages a first contact held
+            await self._sendto(reply, src[:2], "handshake")
         if verdict.bad is not None:
             self._count_bad(verdict.bad, src, verdict.detail)
         if not verdict.passes:
@@ -348,7 +351,7 @@ class NodeRunner:
     async def _send(self, sends: list[Send]) -> None:
         gate = self._gate
         now = self.clock.now()
-        for address, bodies in encode_sends(sends):
+        for send, (address, bodies) in zip(sends, encode_sends(sends), strict=True):
             if bodies is None:
                 self.counters["oversize"] += 1
                 self.log.warning("message too big to send", to=address)
@@ -359,10 +362,13 @@ class NodeRunner:
                 if len(self._dest_cache) > 10_000:
                     self._dest_cache.clear()
                 self._dest_cache[address] = dest
+            kind = type(send.message).__name__
             for data in gate.outbound(address, bodies, now):
-                await self._sendto(data, dest)
+                await self._sendto(data, dest, kind)
 
-    async def _sendto(self, data: bytes, dest: tuple[str, int]) -> None:
+    async def _sendto(self, data: bytes, dest: tuple[str, int], kind: str) -> None:
+        """Send one datagram, counted by the kind of message it carries (a
+        first contact's Hello under the kind it holds back)."""
         sock = self._sock
         try:
             try:
@@ -374,6 +380,8 @@ class NodeRunner:
             self.counters["send_errors"] += 1
         else:
             self.counters["datagrams_sent"] += 1
+            self.sent_datagrams[kind] += 1
+            self.sent_bytes[kind] += len(data)
 
     def _deliver(self, action: Deliver) -> None:
         self.counters["delivered"] += 1
@@ -424,6 +432,8 @@ class NodeRunner:
                 **{f"bad_{k}": v for k, v in self.bad.items()},
                 **self._gate.status(),
             },
+            "sent_datagrams": dict(self.sent_datagrams),
+            "sent_bytes": dict(self.sent_bytes),
             "recv_buffer": self.recv_buffer,
             "top_hosts": self._admission.top_hosts(),
             "protocol_counters": node.counters(),
