@@ -15,6 +15,7 @@ _METRICS = (
     ("false_positives", "false positives"),
     ("duplicates", "duplicates"),
     ("traffic_overhead", "traffic overhead"),
+    ("cost", "cost (event messages per delivered pair)"),
     ("path_length", "path length (hops)"),
     ("load_max", "load max"),
     ("load_p95", "load 95th percentile"),
@@ -71,6 +72,7 @@ def _table(header: list[str], rows: list[list], keys: list[str] | None = None) -
 # (key, name, better): lower or higher is better, for the findings.
 _COMPARED = (
     ("traffic_overhead", "traffic overhead", "lower"),
+    ("cost", "cost", "lower"),
     ("load_max", "max load", "lower"),
     ("load_p95", "95th-percentile load", "lower"),
     ("path_length", "path length", "lower"),

@@ -136,6 +136,7 @@ def metrics(
         "traffic_overhead": r6(uninterested, msgs),
         "event_messages": msgs,
         "event_messages_dropped": dropped,
+        "cost": r6(msgs, delivered),
         "path_length": r6(hops_total, delivered),
         "load_max": load_max,
         "load_p95": load_p95,

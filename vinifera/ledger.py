@@ -152,6 +152,8 @@ class Ledger:
             ),
             "event_messages": self.received,
             "event_messages_dropped": self.dropped,
+            # cost (docs/metrics.md): comparable across systems, unlike the overhead ratio
+            "cost": round(self.received / delivered, 6) if delivered else None,
             "path_length": round(hops_total / delivered, 6) if delivered else None,
             "load_max": round(loads[-1], 6) if loads else None,
             "load_p95": round(_percentile(loads, 0.95), 6) if loads else None,
