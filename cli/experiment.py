@@ -393,10 +393,15 @@ def _outputs(fig, plan, results, out: Path, runner_name: str, opts) -> None:
         )
     png = plots.draw(fig, rows, folder / f"{fig.name}.png", subtitle)
     doc = _doc_path(opts, plan, out)
+    tables = [p for t in written.values() for p in t.values()]
     if doc.resolve() == DOC.resolve():
-        link_target = doc.parent / "evaluation" / png.name
-        link_target.parent.mkdir(parents=True, exist_ok=True)
+        # The repository's doc links only what the repository holds: the
+        # PNG and the CSVs are copied beside it (Parquet stays in OUT).
+        shared = doc.parent / "evaluation"
+        shared.mkdir(parents=True, exist_ok=True)
+        link_target = shared / png.name
         shutil.copyfile(png, link_target)
+        tables = [shutil.copyfile(t["csv"], shared / t["csv"].name) for t in written.values()]
     else:
         link_target = png
     cpu = sum(results.get(i.key)["cpu_seconds"] for i in {i.key: i for i in plan.items}.values())
@@ -410,7 +415,7 @@ def _outputs(fig, plan, results, out: Path, runner_name: str, opts) -> None:
         seeds=seeds,
         changes=plan.changes,
         png=_relative(link_target, doc),
-        tables=", ".join(f"`{_relative(p, doc)}`" for t in written.values() for p in t.values()),
+        tables=", ".join(f"`{_relative(Path(p), doc)}`" for p in tables),
     )
     report.update(doc, fig, report.section(fig, rows, info))
     click.echo(f"table: {written['summary']['csv']} (and .parquet)", err=True)
