@@ -28,14 +28,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from record import record  # noqa: E402
+from scaling import EVENT_KINDS  # noqa: E402  (the simulator's split, the same kinds)
 
 from vinifera.swarm.backends import ProcessBackend  # noqa: E402
 from vinifera.swarm.control import swarm_status  # noqa: E402
 from vinifera.swarm.plan import make_plan  # noqa: E402
 from vinifera.swarm.results import swarm_metrics  # noqa: E402
 from vinifera.swarm.runner import SwarmRunner  # noqa: E402
-
-EVENT_KINDS = {"EventMessage", "EventPush"}  # as benchmarks/scaling.py
 
 
 def read_all(manifest: dict) -> dict[int, tuple[float, int, dict, dict]]:
