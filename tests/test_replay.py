@@ -81,10 +81,10 @@ async def test_a_captured_datagram_is_refused_again_later_and_elsewhere():
         captured: list[bytes] = []
         send = b.runner._sendto
 
-        async def capture(data, dest):
+        async def capture(data, dest, kind):
             if dest == parse_address(a.address):
                 captured.append(data)
-            await send(data, dest)
+            await send(data, dest, kind)
 
         b.runner._sendto = capture
         await b.publish(a0=150, a1=1)
