@@ -60,7 +60,9 @@ already run is redrawn without simulating anything.
   file system. Same grid and seeds, same rows as the local runner.
 - Each run writes `OUT/FIGURE/FIGURE.{csv,parquet}` (mean, sd, min, max per
   point), `FIGURE-runs.*` (every simulation), `FIGURE-cdf.*` (4e) or
-  `FIGURE-series.*` (5), and `FIGURE.png`.
+  `FIGURE-series.*` (5), and `FIGURE.png`. A run of a declared grid also
+  copies the PNG and the CSVs into `docs/evaluation/`, which its section
+  here links (`runs/` is not in the repository).
 """
 
 NUMBER_COLUMNS = (
