@@ -42,6 +42,14 @@ SAMPLE = 16
 EVENT_KINDS = {"EventMessage", "EventPush"}
 
 
+def split(by_kind: dict, digits: int = 3) -> dict:
+    """Per-kind figures summed into maintenance, event copies and total."""
+    maintenance = sum(v for k, v in by_kind.items() if k not in EVENT_KINDS)
+    events = sum(v for k, v in by_kind.items() if k in EVENT_KINDS)
+    return {"maintenance": round(maintenance, digits), "events": round(events, digits),
+            "total": round(maintenance + events, digits)}  # fmt: skip
+
+
 def host(address: int) -> str:
     return f"10.{(address >> 16) & 255}.{(address >> 8) & 255}.{address & 255}:7000"
 
@@ -115,12 +123,6 @@ def measure(nodes: int, rounds: int, seed: int) -> dict:
     node_rounds = nodes * (rounds - cfg.warmup)
     per = {k: round(v / node_rounds, 3) for k, v in sorted(counts.items())}
     per_bytes = {k: round(v / node_rounds, 1) for k, v in sorted(nbytes.items())}
-
-    def split(d: dict) -> dict:
-        maintenance = sum(v for k, v in d.items() if k not in EVENT_KINDS)
-        events = sum(v for k, v in d.items() if k in EVENT_KINDS)
-        return {"maintenance": round(maintenance, 3), "events": round(events, 3),
-                "total": round(maintenance + events, 3)}  # fmt: skip
 
     return {
         "nodes": nodes,

@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from record import record  # noqa: E402
-from scaling import EVENT_KINDS  # noqa: E402  (the simulator's split, the same kinds)
+from scaling import split  # noqa: E402  (the simulator's maintenance/events split)
 
 from vinifera.swarm.backends import ProcessBackend  # noqa: E402
 from vinifera.swarm.control import swarm_status  # noqa: E402
@@ -72,13 +72,6 @@ def rates(first: dict, second: dict) -> tuple[int, Counter, Counter]:
     return n, per_bytes, per_dgrams
 
 
-def split(c: Counter) -> dict:
-    maintenance = sum(v for k, v in c.items() if k not in EVENT_KINDS)
-    events = sum(v for k, v in c.items() if k in EVENT_KINDS)
-    return {"maintenance": round(maintenance, 1), "events": round(events, 1),
-            "total": round(maintenance + events, 1)}  # fmt: skip
-
-
 def measure(nodes: int, args) -> dict:
     log_dir = Path(tempfile.mkdtemp(prefix=f"vnf-bw{nodes}-", dir=args.tmp))
     backend = ProcessBackend(Path(tempfile.mkdtemp(prefix="vnf-", dir=args.tmp)))
@@ -111,14 +104,15 @@ def measure(nodes: int, args) -> dict:
     if len(reads) < 2:
         raise SystemExit(f"{nodes} nodes: the swarm ended before both status reads")
     n, per_bytes, per_dgrams = rates(reads[0], reads[1])
+    bytes_per_s = split(per_bytes, 1)
     figures = {
         "nodes": nodes,
         "nodes_measured": n,
-        "bytes_per_node_s": split(per_bytes),
-        "datagrams_per_node_s": split(per_dgrams),
+        "bytes_per_node_s": bytes_per_s,
+        "datagrams_per_node_s": split(per_dgrams, 1),
         "bytes_per_node_s_by_kind": {k: round(v, 1) for k, v in sorted(per_bytes.items())},
         "datagrams_per_node_s_by_kind": {k: round(v, 2) for k, v in sorted(per_dgrams.items())},
-        "bytes_per_node_round": {k: round(v * args.period, 1) for k, v in split(per_bytes).items()},
+        "bytes_per_node_round": {k: round(v * args.period, 1) for k, v in bytes_per_s.items()},
         "hit_ratio": swarm_metrics(log_dir).get("hit_ratio"),
         # every node process's CPU (children of this one), for the load it put on the machine
         "nodes_cpu_s": round(

@@ -415,7 +415,7 @@ def _outputs(fig, plan, results, out: Path, runner_name: str, opts) -> None:
         seeds=seeds,
         changes=plan.changes,
         png=_relative(link_target, doc),
-        tables=", ".join(f"`{_relative(Path(p), doc)}`" for p in tables),
+        tables=", ".join(f"`{_relative(p, doc)}`" for p in tables),
     )
     report.update(doc, fig, report.section(fig, rows, info))
     click.echo(f"table: {written['summary']['csv']} (and .parquet)", err=True)
