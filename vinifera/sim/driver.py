@@ -73,13 +73,7 @@ class Simulation:
             overlay = overlay.with_(log_links=False)  # nothing would read them
         self.overlay_config = overlay
         self.queue = EventQueue()
-        self.nodes: list[Any] = []  # index = address (None: not joined yet, or gone)
-        # What outlives a departed node: its identifier moves (for the
-        # summary) and, for a trace node that may come back, its delivery
-        # journal. The rest of its state is let go at once: a month of trace
-        # churn would otherwise keep every dead incarnation's tables.
-        self._retired_moves = 0
-        self._journals: dict[int, tuple] = {}
+        self.nodes: list[Any] = []  # index = address (None: a trace node not yet joined)
         self.alive: dict[int, Node] = {}  # address -> node, in join order
         self.death_time: dict[int, float] = {}
         self.now = 0.0
@@ -106,6 +100,7 @@ class Simulation:
         self.replay: Any = config.replay
         self.trace_subs: list = []
         self.replay_counts = {"joins": 0, "rejoins": 0, "departures": 0}
+        self._retired_moves = 0  # identifier moves of incarnations that are gone
         if self.replay is not None:
             self.trace_subs = [
                 self.workload.subscription(self.workload_rng) for _ in self.replay.node_names
@@ -231,6 +226,7 @@ class Simulation:
     def _incarnate(self, address: int) -> None:
         """A fresh Node at `address`: new identifier and empty tables (a
         restarted peer), the trace node's own subscription."""
+        old = self.nodes[address]
         node = Node(
             address,
             self.schema,
@@ -239,29 +235,21 @@ class Simulation:
             subscription=self.trace_subs[address],
             content=self.config.content,
         )
-        journal = self._journals.pop(address, None)
-        if journal is not None:
+        if old is not None:
+            self._retired_moves += old.counters()["moves"]
             self.replay_counts["rejoins"] += 1
             # Everything is fresh but the delivery journal, which a daemon
             # keeps on disk: a copy still travelling toward (or retried to)
             # the old incarnation must not reach the application twice.
-            node.restore_delivered(journal)
+            node.restore_delivered(old.delivered_journal())
         self.replay_counts["joins"] += 1
         self.nodes[address] = node
-
-    def _retire(self, now: float, address: int, node: Node) -> None:
-        """`node` has left or crashed: keep what outlives it, drop the rest."""
-        self.death_time[address] = now
-        self._retired_moves += node.counters()["moves"]
-        if self.replay is not None:
-            self._journals[address] = node.delivered_journal()
-        self.nodes[address] = None
 
     def _depart(self, now: float, address: int) -> None:
         node = self.alive.pop(address, None)
         if node is None:
             return
-        self._retire(now, address, node)
+        self.death_time[address] = now
         self.replay_counts["departures"] += 1
         if self.replay.departures == "leave":
             self._act(now, node.leave(now))
@@ -298,7 +286,7 @@ class Simulation:
             victims = self.churn_rng.sample(list(self.alive), int(len(self.alive) * step.fraction))
             for address in victims:
                 node = self.alive.pop(address)
-                self._retire(now, address, node)
+                self.death_time[address] = now
                 if step.kind == "leave":
                     self._act(now, node.leave(now))
                 else:
