@@ -156,9 +156,18 @@ class IntervalSet:
             return self
         if not a:
             return other
+        if a == b:
+            return self
+        na, nb = len(a), len(b)
+        if na == 1 and nb == 1:  # the common case in filter boxes
+            (alo, ahi), (blo, bhi) = a[0], b[0]
+            if blo > ahi + 1:
+                return IntervalSet._wrap((a[0], b[0]))
+            if alo > bhi + 1:
+                return IntervalSet._wrap((b[0], a[0]))
+            return IntervalSet._wrap(((min(alo, blo), max(ahi, bhi)),))
         out: list[tuple[int, int]] = []
         i = j = 0
-        na, nb = len(a), len(b)
         # Merge the two sorted lists, coalescing as we go.
         while i < na or j < nb:
             if j >= nb or (i < na and a[i][0] <= b[j][0]):

@@ -41,17 +41,15 @@ class Dropped(NamedTuple):
 
 class Row:
     __slots__ = (
-        "filters", "keys", "digest", "expiry", "old", "order", "cells", "plain", "span", "sent",
+        "filters", "keys", "_digest", "expiry", "old", "order", "cells", "plain", "span", "sent",
     )  # fmt: skip
 
-    def __init__(
-        self, filters: tuple[Filter, ...], expiry: float, fingerprint: int | None, order: int
-    ) -> None:
+    def __init__(self, filters: tuple[Filter, ...], expiry: float, order: int) -> None:
         self.order = order  # creation number: matching goes in row order
         self.cells: set[int] | None = set()  # RowIndex buckets it is on (None: wide)
         self.old: tuple[Dropped, ...] = ()  # newest last
+        self._digest: int | None = None
         self._set(filters)
-        self.digest = fingerprint
         self.expiry = expiry  # the neighbour must keep it alive by then
         self.sent = 0.0  # the sender's clock when it sent this row
 
@@ -69,14 +67,23 @@ class Row:
                         return True
         return False
 
-    def replace(self, filters: tuple[Filter, ...], fingerprint: int, keep_until: float) -> None:
+    def replace(self, filters: tuple[Filter, ...], keep_until: float) -> None:
         old = (*self.old, Dropped(self.filters, self.keys, keep_until))
         self.old = old[-OLD_GENERATIONS:]
         self._set(filters)
-        self.digest = fingerprint
+
+    @property
+    def digest(self) -> int:
+        """The row's fingerprint, computed when a keep-alive first asks
+        (most rows change again before one does)."""
+        d = self._digest
+        if d is None:
+            d = self._digest = digest(self.filters)
+        return d
 
     def _set(self, filters: tuple[Filter, ...]) -> None:
         self.filters = filters
+        self._digest = None
         self.keys = _keys_of(filters)  # quick reject: the union of the filters' keys
         # keys alone decide (no box): the common case with one attribute
         self.plain = all(not f.box for f in filters)
@@ -186,7 +193,6 @@ class Crt:
         one we hold (`sent`, its clock) arrived late and is ignored. Returns
         the row if its content changed, else None."""
         filters = aggregate(filters, self.max_filters, self.max_intervals)
-        fingerprint = digest(filters)
         by_nb = self.rows.setdefault(attr, {})
         row = by_nb.get(nb)
         if row is None:
@@ -196,7 +202,7 @@ class Crt:
             if len(by_nb) >= self.max_rows_per_attribute:
                 self.refused += 1
                 return None
-            row = by_nb[nb] = Row(filters, expiry, fingerprint, self._next_order)
+            row = by_nb[nb] = Row(filters, expiry, self._next_order)
             row.sent = sent
             self._next_order += 1
             self._index_of(attr).add(nb, row)
@@ -207,7 +213,7 @@ class Crt:
         row.expiry = max(row.expiry, expiry)
         if row.filters == filters:
             return None
-        row.replace(filters, fingerprint, keep_dropped)
+        row.replace(filters, keep_dropped)
         self._index_of(attr).add(nb, row)
         return row
 

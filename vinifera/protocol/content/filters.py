@@ -120,12 +120,16 @@ def _merge_one_attribute_apart(filters: list[Filter]) -> list[Filter]:
     for attr in attrs:
         groups: dict[tuple, Filter] = {}
         for f in filters:
-            own: Any = dict(f.box).get(attr)
-            k: tuple
-            if own is None:  # unconstrained on attr: merges only by equal box
-                k = (f.keys.intervals, _box_key(f.box), None)
-            else:
-                k = (f.keys.intervals, _box_key(tuple(p for p in f.box if p[0] != attr)), attr)
+            # the box without attr; unconstrained on attr (own None), a
+            # filter merges only with an equal box
+            own: Any = None
+            rest = []
+            for a, s in f.box:
+                if a == attr:
+                    own = s
+                else:
+                    rest.append((a, s.intervals))
+            k = (f.keys.intervals, tuple(rest), None if own is None else attr)
             cur = groups.get(k)
             if cur is None:
                 groups[k] = f
@@ -138,10 +142,6 @@ def _merge_one_attribute_apart(filters: list[Filter]) -> list[Filter]:
         if len(filters) == 1:
             break
     return filters
-
-
-def _box_key(box: Box) -> tuple:
-    return tuple((a, s.intervals) for a, s in box)
 
 
 def union(a: Filter, b: Filter) -> Filter:
@@ -159,29 +159,40 @@ def _volume(f: Filter) -> float:
 
 
 def _merge_closest(filters: list[Filter], cap: int) -> list[Filter]:
-    """Greedy: merge the pair whose union adds the least volume, until
-    `cap` remain. Candidates are neighbours in canonical order (filters of
-    one row lie on the same arc, so neighbours are alike): O(n) a merge."""
+    """Greedy: merge the pair whose union adds the least volume (the
+    first such pair on a tie), until `cap` remain. Candidates are
+    neighbours in canonical order (filters of one row lie on the same arc,
+    so neighbours are alike). Each pair's union is computed once: a merge
+    changes only the two pairs around it (recomputing every pair at every
+    merge made this O(n^2) unions, most of a 3-attribute run's CPU)."""
     items = sorted(filters, key=sort_key)
     vols = [_volume(f) for f in items]
-    best_u: Any
+
+    def pair(i: int) -> tuple[float, Filter]:
+        u = union(items[i], items[i + 1])
+        return _volume(u) - vols[i] - vols[i + 1], u
+
+    pairs = [pair(i) for i in range(len(items) - 1)]
     while len(items) > cap:
-        best_i, best_cost, best_u = 0, None, None
-        for i in range(len(items) - 1):
-            u = union(items[i], items[i + 1])
-            cost = _volume(u) - vols[i] - vols[i + 1]
-            if best_cost is None or cost < best_cost:
-                best_i, best_cost, best_u = i, cost, u
-        items[best_i : best_i + 2] = [best_u]
-        vols[best_i : best_i + 2] = [_volume(best_u)]
+        best = min(range(len(pairs)), key=lambda i: pairs[i][0])  # first of equals
+        merged = pairs[best][1]
+        items[best : best + 2] = [merged]
+        vols[best : best + 2] = [_volume(merged)]
+        del pairs[best]
+        if best < len(pairs):
+            pairs[best] = pair(best)
+        if best > 0:
+            pairs[best - 1] = pair(best - 1)
     return items
 
 
 def _cap_intervals(f: Filter, max_intervals: int) -> Filter:
     keys = cap_intervals(f.keys, max_intervals)
     box = f.box
-    if any(len(s) > max_intervals for _, s in box):
-        box = tuple((a, cap_intervals(s, max_intervals)) for a, s in box)
+    for _, s in box:
+        if len(s) > max_intervals:
+            box = tuple((a, cap_intervals(s, max_intervals)) for a, s in box)
+            break
     if keys is f.keys and box is f.box:
         return f
     return Filter(keys, box, f.depth)

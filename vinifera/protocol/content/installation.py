@@ -32,11 +32,20 @@ if TYPE_CHECKING:  # (a cycle: the layer holds its parts)
 class SentRow:
     """A row this node maintains at a next hop."""
 
-    __slots__ = ("filters", "digest")
+    __slots__ = ("filters", "_digest")
 
     def __init__(self, filters: tuple[Filter, ...]) -> None:
         self.filters = filters
-        self.digest = digest(filters)
+        self._digest: int | None = None
+
+    @property
+    def digest(self) -> int:
+        """Computed at the first keep-alive that sends it (most rows change
+        again before one)."""
+        d = self._digest
+        if d is None:
+            d = self._digest = digest(self.filters)
+        return d
 
 
 class Installation:
