@@ -62,6 +62,7 @@ def test_algebra_matches_set_model(a, b):
     assert a.covers(b) == (mb <= ma)
     assert a.intersects(b) == bool(ma & mb) == b.intersects(a)
     assert a.measure() == len(ma)
+    assert a.union_measure(b) == len(ma | mb) == b.union_measure(a)
     assert a.is_empty == (not ma) == (not a)
 
 

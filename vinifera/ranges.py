@@ -98,7 +98,21 @@ class IntervalSet:
 
     def measure(self) -> int:
         """How many integers the set covers."""
-        return sum(hi - lo + 1 for lo, hi in self._iv)
+        iv = self._iv
+        if len(iv) == 1:
+            return iv[0][1] - iv[0][0] + 1
+        return sum(hi - lo + 1 for lo, hi in iv)
+
+    def union_measure(self, other: IntervalSet) -> int:
+        """(self | other).measure(), without building the union when both
+        are single intervals (the common case when filters are compared)."""
+        a, b = self._iv, other._iv
+        if len(a) == 1 and len(b) == 1:
+            (alo, ahi), (blo, bhi) = a[0], b[0]
+            if blo > ahi + 1 or alo > bhi + 1:
+                return ahi - alo + bhi - blo + 2
+            return max(ahi, bhi) - min(alo, blo) + 1
+        return self.union(other).measure()
 
     # -- membership ----------------------------------------------------------
 
