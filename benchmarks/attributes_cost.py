@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -48,7 +47,7 @@ print(json.dumps({"compiled": native.in_use(), "cpu": cpu, "node_rounds": sim.no
 
 def run_one(nodes: int, rounds: int, attributes: int, seed: int) -> dict:
     args = [sys.executable, "-c", CHILD, str(nodes), str(rounds), str(attributes), str(seed)]
-    out = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ))
+    out = subprocess.run(args, capture_output=True, text=True)  # the parent's environment
     if out.returncode != 0:
         raise SystemExit(f"d = {attributes} failed:\n{out.stderr[-2000:]}")
     return json.loads(out.stdout)
