@@ -44,18 +44,26 @@ def test_the_baseline_is_correct_too():
     exact(run("baseline", subscriptions="skewed"))
 
 
-def cli_mix():
-    """The link mix the command line runs Vinifera with (K_f = 4, K_sw = 4);
-    the simulator API's default is the paper's final K_f = 8, K_sw = 0."""
+def test_every_driver_defaults_to_one_link_mix():
+    """The simulator API, the command line and the daemon run Vinifera with
+    the same links (the API once defaulted to K_f = 8, K_sw = 0, which
+    routes at ~28 hops over our identifiers)."""
+    from vinifera.daemon.settings import NodeSettings
+    from vinifera.schema import Schema
+
     friends, small_world, _ = system_defaults("vinifera")
-    return OverlayConfig(friends=friends, small_world=small_world)
+    overlay = SimConfig.for_system("vinifera", nodes=10, rounds=1).overlay
+    assert (overlay.friends, overlay.small_world) == (friends, small_world)
+    assert (SimConfig(nodes=10, rounds=1).overlay.friends, friends) == (4, 4)
+    daemon = NodeSettings(schema=Schema.numeric(1)).overlay_config()
+    assert (daemon.friends, daemon.small_world) == (friends, small_world)
 
 
 @pytest.fixture(scope="module", params=["skewed", "random"])
 def pair(request):
     return (
         request.param,
-        run(subscriptions=request.param, overlay=cli_mix()),
+        run(subscriptions=request.param),
         run("baseline", subscriptions=request.param),
     )
 
@@ -169,7 +177,7 @@ def test_balancing_moves_identifiers_and_keeps_every_delivery():
 
 def balancing_pair(nodes, rounds, seed):
     """Skewed, the command line's mix, balancing on and off."""
-    common = dict(nodes=nodes, rounds=rounds, seed=seed, subscriptions="skewed", overlay=cli_mix())
+    common = dict(nodes=nodes, rounds=rounds, seed=seed, subscriptions="skewed")
     on = run(**common)
     off = run(content=ContentConfig(balancing=False), **common)
     return on, off
@@ -214,7 +222,7 @@ def thousand_pair(request):
     """Vinifera with the command line's link mix (K_f = 4, K_sw = 4) beside
     the baseline, N = 1,000, as the docs/results.md table."""
     common = dict(nodes=1000, rounds=100, seed=1, subscriptions=request.param)
-    return run(overlay=cli_mix(), **common), run("baseline", **common)
+    return run(**common), run("baseline", **common)
 
 
 @pytest.mark.slow

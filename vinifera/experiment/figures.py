@@ -147,7 +147,10 @@ FIGURES: dict[str, Figure] = {
                 {},
                 trace=DEFAULT_TRACE,
                 end_hours=None,
-                round_seconds=120.0,
+                # A 4-minute gossip period, as in the 48 h and month replays
+                # of docs/results.md (the scalable core's bars): 120 s
+                # would double each simulation's cost.
+                round_seconds=240.0,
                 window_hours=2.0,
                 glitches="keep",
                 events_per_round=10.0,
