@@ -123,6 +123,20 @@ def test_verdicts():
     assert claims.verdict(below, 0.05) == "meets it" and claims.verdict(below, 0.2) == "misses it"
 
 
+def test_a_claim_over_several_sizes_names_the_sizes():
+    from vinifera.experiment.compare import compare
+
+    fig = figures.FIGURES["fig4a"]
+    rows = []
+    for nodes, overhead in ((1000, 0.10), (2000, 0.20)):
+        for system, profile in (("vinifera", "ours"), ("baseline", None)):
+            params = {p: fig.grid[p][0] for p in fig.params}
+            params.update(system=system, profile=profile, subscriptions="random", nodes=nodes)
+            rows.append({**params, "traffic_overhead": overhead if profile else 0.6})
+    ours = [c for c in compare(fig, rows) if c.variant == "vinifera (ours)"]
+    assert ours and ours[0].ours == "0.15 (mean over nodes = 1000, 2000; 0.1–0.2)"
+
+
 # ----------------------------------------------------------------- the store
 
 

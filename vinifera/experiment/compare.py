@@ -87,8 +87,16 @@ def _ours(fig: Figure, claim: Claim, selected, workload_groups) -> tuple[str, fl
         for k in selected[0][0]
         if k not in SYSTEM_PARAMS and len({str(p[k]) for p, _ in selected}) > 1
     ]
-    where = "over " + (", ".join(swept) or "points")
-    return f"{_fmt(mean)}{ratio} (mean {where}; {_fmt(lo)}–{_fmt(hi)})", mean
+    where = "; ".join(_swept(k, selected) for k in swept) or "points"
+    return f"{_fmt(mean)}{ratio} (mean over {where}; {_fmt(lo)}–{_fmt(hi)})", mean
+
+
+def _swept(key: str, selected) -> str:
+    """The values a claim's mean is over, e.g. `nodes = 1000, 2000, 5000`
+    (the bare name read as if averaged over a network's nodes)."""
+    values = dict.fromkeys(_fmt(p[key]) if isinstance(p[key], float) else str(p[key])
+                           for p, _ in selected)  # fmt: skip
+    return f"{key} = {', '.join(values)}"
 
 
 def _baseline(params: dict, groups) -> list[dict] | None:
