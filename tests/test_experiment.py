@@ -163,6 +163,7 @@ def test_every_experiment_module_is_declared_simulated_or_not():
     assert build.simulated("vinifera/sim/driver.py") and build.simulated("vinifera/ring.py")
     assert build.simulated("churn_traces/formats.py")
     assert not build.simulated("vinifera/daemon/runner.py")
+    assert not build.simulated("vinifera/wire/decode.py")
 
 
 def test_code_commit_names_the_last_commit_of_the_simulated_code():

@@ -25,7 +25,6 @@ from vinifera.ring import RING_MAX
 from vinifera.schema import Attribute, AttrType, Schema
 from vinifera.subscription import Event, Subscription
 from vinifera.wire import (
-    _KINDS,
     KIND_CHALLENGE,
     KIND_HELLO,
     MAC_SIZE,
@@ -40,6 +39,7 @@ from vinifera.wire import (
     format_address,
     parse_address,
 )
+from vinifera.wire.frames import KINDS
 
 SCHEMA = Schema(
     [
@@ -527,6 +527,6 @@ def test_brief_does_not_walk_a_deep_structure():
 def test_every_message_kind_is_built_from_its_slots_in_order():
     """benchmarks/scaling.py copies messages through their constructors
     (compiled classes have no other way): parameters = slots, base first."""
-    for cls in _KINDS:
+    for cls in KINDS:
         slots = [s for k in reversed(cls.__mro__) for s in getattr(k, "__slots__", ())]
         assert list(inspect.signature(cls.__init__).parameters)[1:] == slots, cls.__name__
