@@ -132,6 +132,12 @@ def _opt(*names, **kw):
     help="Push each event to at most this many interested links.  [default: 3]",
 )
 @_opt(
+    "--tman-backoff",
+    type=click.IntRange(min=1),
+    help="While its links hold, a node's active T-Man exchange backs off to one "
+    "in this many periods (doubling; any link change resets it).  [default: 1]",
+)
+@_opt(
     "--kill-fraction",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
     help="Crash this fraction of the alive nodes at once (with --kill-at).",
@@ -368,6 +374,7 @@ def _sim_config(**o):
             small_world=small_world,
             failure_timeout=o["failure_timeout"],
             probe_after=min(OverlayConfig().probe_after, o["failure_timeout"] - 1),
+            tman_backoff_max=o["tman_backoff"] or OverlayConfig().tman_backoff_max,
         )
         content = replace(
             content,

@@ -1,6 +1,8 @@
 """The overlay of a few nodes driven by hand: synthetic time, no simulator."""
 
+import itertools
 import random
+from dataclasses import replace
 
 from vinifera.protocol import messages as m
 from vinifera.protocol.actions import Log, Send
@@ -13,9 +15,9 @@ SCHEMA = Schema.numeric(1)
 CFG = OverlayConfig(friends=2, small_world=0, failure_timeout=5.0, probe_after=2.0)
 
 
-def node(addr, ident, lo=0.0, hi=100.0, seed=None):
+def node(addr, ident, lo=0.0, hi=100.0, seed=None, cfg=CFG):
     sub = Subscription.build(SCHEMA, {"a0": (lo, hi)})
-    return Node(addr, SCHEMA, CFG, random.Random(seed if seed is not None else addr), sub, ident)
+    return Node(addr, SCHEMA, cfg, random.Random(seed if seed is not None else addr), sub, ident)
 
 
 def deliver_all(nodes, actions, now, drop=()):
@@ -61,6 +63,42 @@ def test_ring_of_five_converges_from_a_chain_of_joins():
     for i, n in enumerate(order):
         assert n.overlay.links.succ == order[(i + 1) % 5].address
         assert n.overlay.links.pred == order[i - 1].address
+
+
+def test_tman_backs_off_while_links_hold_and_resumes_when_they_change():
+    cfg = replace(CFG, tman_backoff_max=8)
+    idents = [500, 100, 900, 300, 700]
+    nodes = {i + 1: node(i + 1, ident, cfg=cfg) for i, ident in enumerate(idents)}
+    nodes[1].start(0.0)
+    for addr in range(2, 6):
+        deliver_all(nodes, nodes[addr].start(0.0, [addr - 1]), 0.0)
+
+    def run(rounds):
+        """The periods in which each node's tick sent a TmanRequest."""
+        sent = {addr: [] for addr in nodes}
+        for r in rounds:
+            for addr, n in list(nodes.items()):
+                out = n.tick(float(r))
+                if sends(out, m.TmanRequest):
+                    sent[addr].append(r)
+                deliver_all(nodes, out, float(r))
+        return sent
+
+    run(range(1, 15))
+    steady = run(range(15, 47))  # 32 periods: an exchange in each without backoff
+    assert all(1 <= len(periods) <= 8 for periods in steady.values()), steady
+    # 900's node crashes: once its ring neighbours (700 and 100) give it up,
+    # a ring link changes and they exchange in consecutive periods again
+    del nodes[3]
+    after = run(range(47, 47 + 12))
+
+    def consecutive(periods):
+        return any(b == a + 1 for a, b in itertools.pairwise(periods))
+
+    assert consecutive(after[5]) and consecutive(after[2]), after
+    order = sorted(nodes.values(), key=lambda n: n.ident)
+    for i, n in enumerate(order):
+        assert n.overlay.links.succ == order[(i + 1) % 4].address
 
 
 def test_silent_link_is_probed_then_dropped_after_the_timeout():

@@ -55,6 +55,11 @@ class OverlayConfig:
     ring_backups: int = 3
     # Descriptors sent in one T-Man exchange (routing table first, then Cyclon view).
     tman_message_size: int = 24
+    # T-Man's active exchange backs off while the links hold (Trickle, RFC
+    # 6206): each exchange after which the links did not change doubles the
+    # wait before the next, up to this many periods; any change of links
+    # brings it back to every period. 1: every period (T-Man as published).
+    tman_backoff_max: int = 1
     # A link not heard from for this long is probed with a ping each period
     # (twice before failure_timeout with the defaults).
     probe_after: float = 3.0
@@ -119,6 +124,8 @@ class OverlayConfig:
             raise ValueError("verify_memory, answer_within and silent_memory must be positive")
         if self.gossip_per_source < 1:
             raise ValueError("gossip_per_source must be >= 1")
+        if self.tman_backoff_max < 1:
+            raise ValueError("tman_backoff_max must be >= 1")
 
     @property
     def stale_after(self) -> float:

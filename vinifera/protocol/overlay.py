@@ -81,6 +81,11 @@ class Overlay:
         self._ring = RingIndex(())  # ... sorted by identifier
         self.id_sample = IdentifierSample()
         self._exchanges = 0
+        # T-Man backoff (config.tman_backoff_max): periods until the next
+        # active exchange, the wait after it, and whether links changed since
+        self._tman_wait = 0
+        self._tman_interval = 1
+        self._links_changed = False
         self.counters = {"suspected": 0, "joins_sent": 0}
         self.joining = Joining(config, rng, out, self.counters)
         # Called with (now, address) when a neighbour leaves or is suspected,
@@ -142,12 +147,13 @@ class Overlay:
                 if self.peer_gone is not None:
                     self.peer_gone(now, addr)
         links = self.links.entries()
-        pool = links or self.cyclon.entries()
-        if pool:
-            target = self._exchange_partner(pool)
-            buf = self._tman_buffer(now, target)
-            self.vetting.ask(target.address, now)
-            self.out.append(Send(target.address, m.TmanRequest(self.profile, buf)))
+        if self._tman_due():
+            pool = links or self.cyclon.entries()
+            if pool:
+                target = self._exchange_partner(pool)
+                buf = self._tman_buffer(now, target)
+                self.vetting.ask(target.address, now)
+                self.out.append(Send(target.address, m.TmanRequest(self.profile, buf)))
         # Probe links we have not heard from lately.
         ping = None
         probe = now - self.durations.probe_after
@@ -155,6 +161,20 @@ class Overlay:
             if e.heard <= probe:
                 ping = ping or m.Ping(self.profile)
                 self.out.append(Send(e.profile.address, ping))
+
+    def _tman_due(self) -> bool:
+        """Whether this period's active T-Man exchange is due: every period
+        after links changed, then at doubling intervals up to
+        tman_backoff_max while they hold."""
+        if self._links_changed:
+            self._links_changed = False
+            self._tman_interval, self._tman_wait = 1, 0
+        self._tman_wait -= 1
+        if self._tman_wait > 0:
+            return False
+        self._tman_wait = self._tman_interval
+        self._tman_interval = min(2 * self._tman_interval, self.config.tman_backoff_max)
+        return True
 
     # ----------------------------------------------------------------- handlers
 
@@ -288,7 +308,12 @@ class Overlay:
         self.ring_backups = backups
         old_shape = self.links.shape()
         self.links = links
-        if self.config.log_links and links.shape() != old_shape:
+        shape = links.shape()
+        changed = shape != old_shape
+        # T-Man converges the ring and friends; small-world links are random
+        # draws whose change asks for no faster exchange
+        self._links_changed |= changed and shape[:3] != old_shape[:3]
+        if self.config.log_links and changed:
             rec = links_record(now, self.name, self.profile.ident, links, self.primary.current)
             self.out.append(Log(rec))
 
