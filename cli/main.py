@@ -134,8 +134,9 @@ def _opt(*names, **kw):
 @_opt(
     "--tman-backoff",
     type=click.IntRange(min=1),
-    help="While its links hold, a node's active T-Man exchange backs off to one "
-    "in this many periods (doubling; any link change resets it).  [default: 1]",
+    help="While its ring and friend links hold, a node's active T-Man exchange "
+    "backs off to one in this many periods (doubling; a change of them resets it).  "
+    "[default: 1]",
 )
 @_opt(
     "--kill-fraction",

@@ -54,7 +54,8 @@ def test_every_driver_defaults_to_one_link_mix():
     friends, small_world, _ = system_defaults("vinifera")
     overlay = SimConfig.for_system("vinifera", nodes=10, rounds=1).overlay
     assert (overlay.friends, overlay.small_world) == (friends, small_world)
-    assert (SimConfig(nodes=10, rounds=1).overlay.friends, friends) == (4, 4)
+    plain = SimConfig(nodes=10, rounds=1).overlay
+    assert (plain.friends, plain.small_world) == (friends, small_world) == (4, 4)
     daemon = NodeSettings(schema=Schema.numeric(1)).overlay_config()
     assert (daemon.friends, daemon.small_world) == (friends, small_world)
 

@@ -56,9 +56,10 @@ class OverlayConfig:
     # Descriptors sent in one T-Man exchange (routing table first, then Cyclon view).
     tman_message_size: int = 24
     # T-Man's active exchange backs off while the links hold (Trickle, RFC
-    # 6206): each exchange after which the links did not change doubles the
-    # wait before the next, up to this many periods; any change of links
-    # brings it back to every period. 1: every period (T-Man as published).
+    # 6206): each exchange after which the ring and friend links did not
+    # change doubles the wait before the next, up to this many periods; a
+    # change of them brings it back to every period (small-world links are
+    # random draws, not converged). 1: every period (T-Man as published).
     tman_backoff_max: int = 1
     # A link not heard from for this long is probed with a ping each period
     # (twice before failure_timeout with the defaults).

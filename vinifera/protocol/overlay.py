@@ -82,10 +82,9 @@ class Overlay:
         self.id_sample = IdentifierSample()
         self._exchanges = 0
         # T-Man backoff (config.tman_backoff_max): periods until the next
-        # active exchange, the wait after it, and whether links changed since
+        # active exchange, and the wait after it
         self._tman_wait = 0
         self._tman_interval = 1
-        self._links_changed = False
         self.counters = {"suspected": 0, "joins_sent": 0}
         self.joining = Joining(config, rng, out, self.counters)
         # Called with (now, address) when a neighbour leaves or is suspected,
@@ -164,11 +163,8 @@ class Overlay:
 
     def _tman_due(self) -> bool:
         """Whether this period's active T-Man exchange is due: every period
-        after links changed, then at doubling intervals up to
-        tman_backoff_max while they hold."""
-        if self._links_changed:
-            self._links_changed = False
-            self._tman_interval, self._tman_wait = 1, 0
+        after ring or friend links changed (_reselect restarts the count),
+        then at doubling intervals up to tman_backoff_max while they hold."""
         self._tman_wait -= 1
         if self._tman_wait > 0:
             return False
@@ -312,7 +308,12 @@ class Overlay:
         changed = shape != old_shape
         # T-Man converges the ring and friends; small-world links are random
         # draws whose change asks for no faster exchange
-        self._links_changed |= changed and shape[:3] != old_shape[:3]
+        if changed and (shape.succ, shape.pred, shape.friends) != (
+            old_shape.succ,
+            old_shape.pred,
+            old_shape.friends,
+        ):
+            self._tman_interval, self._tman_wait = 1, 0
         if self.config.log_links and changed:
             rec = links_record(now, self.name, self.profile.ident, links, self.primary.current)
             self.out.append(Log(rec))
