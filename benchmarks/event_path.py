@@ -1,5 +1,7 @@
 """One node's event path, CPU only: datagram bytes -> decode_untrusted ->
-match against a CRT of 1,000 rows -> forward (encode every copy).
+match against a CRT of 1,000 rows -> forward (encode every copy), with
+the garbage collector set as `vinifera-node run` sets it
+(vinifera/gcpolicy.py).
 
     .venv/bin/python benchmarks/event_path.py [--events 20000] [--rows 1000]
 
@@ -18,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from record import record  # noqa: E402
 
+from vinifera.gcpolicy import settle_for_daemon  # noqa: E402
 from vinifera.protocol import messages as m  # noqa: E402
 from vinifera.protocol.actions import Send  # noqa: E402
 from vinifera.protocol.config import OverlayConfig  # noqa: E402
@@ -55,6 +58,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000)
     ap.add_argument("--no-record", action="store_true", help="print only")
     args = ap.parse_args()
+    settle_for_daemon()  # the collector as `vinifera-node run` sets it
     rng = random.Random(7)
     node = build_node(args.rows, rng)
     sender = Profile("10.9.9.9:7000", 5, None)

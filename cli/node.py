@@ -328,7 +328,9 @@ async def _serve(settings, print_deliveries: bool) -> None:
     import trio
 
     from vinifera.daemon.runner import NodeRunner
+    from vinifera.gcpolicy import settle_for_daemon
 
+    settle_for_daemon()  # this process is the node's: imports done, no state yet
     runner = NodeRunner(settings)
     if print_deliveries:
 

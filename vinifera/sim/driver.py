@@ -5,14 +5,13 @@ churn, workloads. Same seed, same result, byte for byte.
 
 from __future__ import annotations
 
-import gc
 import random
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from vinifera.gcpolicy import quiet_garbage_collector
 from vinifera.ledger import Ledger
 from vinifera.protocol.actions import Log, Send
 from vinifera.protocol.node import Node
@@ -26,24 +25,6 @@ from vinifera.workload import Workload
 
 # Event kinds in the queue.
 JOIN, TICK, MESSAGE, PUBLISH, DEPART = 0, 1, 2, 3, 4
-
-
-@contextmanager
-def quiet_garbage_collector():
-    """Python's cyclic collector walks every live object at each full
-    collection, and a simulation keeps millions alive (tables, queues) while
-    making almost no cyclic garbage: collections found nothing and took a
-    third of a 1,000-node run. Objects alive at the start are frozen out of
-    it and collections made rare; settings are restored on the way out."""
-    before = gc.get_threshold()
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(100_000, 50, 1_000)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
-        gc.unfreeze()
 
 
 class Simulation:
