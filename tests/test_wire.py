@@ -9,7 +9,7 @@ import random
 
 import msgpack
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from vinifera import native
@@ -39,6 +39,7 @@ from vinifera.wire import (
     format_address,
     parse_address,
 )
+from vinifera.wire.decode import _too_deep
 from vinifera.wire.frames import KINDS
 
 SCHEMA = Schema(
@@ -491,6 +492,27 @@ def test_deep_nesting_anywhere_is_refused_as_too_deep(where, depth):
     with pytest.raises(WireError) as err:
         Decoder(SCHEMA).decode_untrusted(data)
     assert err.value.reason == "depth"
+
+
+def _depth(x) -> int:
+    return 1 + max(map(_depth, x), default=0) if type(x) is tuple else 0
+
+
+# Scalars whose encodings hold bytes that also open arrays (0x90-0x9f, 0xdc, 0xdd).
+_scalars = st.sampled_from([0x93, 0xDC, -0x6F, 0.0000001, 1e300, "\x9c", 2**40 + 0x9D, None, True])
+_nests = st.recursive(
+    _scalars, lambda inner: st.lists(inner, max_size=17).map(tuple), max_leaves=60
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_nests.map(lambda x: x if type(x) is tuple else (x,)))
+@example((((((1,),),),),) + tuple(range(15)))  # 5 deep, 16 items on top: 0xdc
+@example((((((1,),),),),))  # 5 deep, nothing else
+def test_the_depth_check_counts_array_bytes_only_as_a_shortcut(top):
+    data = msgpack.packb(top)
+    limit = 4  # low, so that both sides of the shortcut are reached
+    assert _too_deep(top, data, limit) == (_depth(top) > limit)
 
 
 def test_the_deepest_honest_message_is_not_too_deep():

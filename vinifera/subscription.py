@@ -167,23 +167,26 @@ class Event:
     @classmethod
     def build(cls, schema: Schema, values: Mapping[str, Any]) -> Event:
         """Validate ``{name: value}`` against ``schema``."""
-        if not isinstance(values, Mapping):
+        if type(values) is not dict and not isinstance(values, Mapping):
             raise SchemaError(
                 f"event values must be a mapping name -> value, got {type(values).__name__}"
             )
         if not values:
             raise SchemaError("an event needs at least one attribute value")
+        return cls._checked(schema, values)
+
+    @classmethod
+    def _checked(cls, schema: Schema, values: Mapping[str, Any]) -> Event:
+        """The event of a non-empty mapping, every value validated (every
+        event a node receives comes through here: kept lean)."""
         index = schema.index
         rows = []
         for name, value in values.items():
             attr = schema.attribute(name)
             v = attr.check(value)
             rows.append((index[name], name, v, attr.key(v)))
-        rows.sort(key=lambda t: t[0])
-        return cls._make(
-            tuple((n, v) for _, n, v, _ in rows),
-            {n: k for _, n, _, k in rows},
-        )
+        rows.sort()  # schema order: the indices differ, so only they are compared
+        return cls._make(tuple([(n, v) for _, n, v, _ in rows]), {n: k for _, n, _, k in rows})
 
     @classmethod
     def _make(cls, items: tuple[tuple[str, Any], ...], keys: dict[str, int]) -> Event:
@@ -206,11 +209,11 @@ class Event:
     @classmethod
     def from_plain(cls, schema: Schema, data: Any) -> Event:
         """Inverse of to_plain; validates everything (data may be untrusted)."""
-        if not isinstance(data, list | tuple):
+        if not isinstance(data, (list, tuple)):
             raise SchemaError(f"event must be a list of [name, value], got {brief(data)}")
         values: dict[str, Any] = {}
         for item in data:
-            if not isinstance(item, list | tuple) or len(item) != 2:
+            if not isinstance(item, (list, tuple)) or len(item) != 2:
                 raise SchemaError(f"event value must be [name, value], got {brief(item)}")
             name, value = item
             if not isinstance(name, str):
@@ -218,7 +221,9 @@ class Event:
             if name in values:
                 raise SchemaError(f"duplicate value for {name!r}")
             values[name] = value
-        return cls.build(schema, values)
+        if not values:
+            raise SchemaError("an event needs at least one attribute value")
+        return cls._checked(schema, values)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Event):

@@ -342,9 +342,17 @@ _READERS: dict[int, Callable] = {
 }
 
 
-def _too_deep(top: tuple, limit: int) -> bool:
+# The bytes that can open a msgpack array (fixarray, array 16, array 32).
+_ARRAY_OPENERS = bytes([*range(0x90, 0xA0), 0xDC, 0xDD])
+
+
+def _too_deep(top: tuple, data: bytes, limit: int) -> bool:
     """Whether arrays nest more than `limit` levels below and including
-    `top`. Iterative: the input may nest 1,023 deep."""
+    `top`, decoded from `data`. Iterative: the input may nest 1,023 deep."""
+    # Every array was opened by one of these bytes (others may be payload):
+    # with no more of them than `limit`, no walk is needed (most copies).
+    if len(data) - len(data.translate(None, _ARRAY_OPENERS)) <= limit:
+        return False
     level = [top]
     for _ in range(limit):
         level = [y for x in level for y in x if type(y) is tuple]
@@ -386,7 +394,7 @@ class Decoder:
             raise WireError("msgpack", str(err)[:80]) from None
         if type(top) is not tuple or len(top) < 3:
             raise WireError("msgpack", "not a message array")
-        if _too_deep(top, MAX_DEPTH):
+        if _too_deep(top, data, MAX_DEPTH):
             raise WireError("depth", f"arrays nested more than {MAX_DEPTH} deep")
         version, kind = top[0], top[1]
         if version != WIRE_VERSION or type(version) is not int:

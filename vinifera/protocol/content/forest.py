@@ -103,9 +103,8 @@ class Forest:
             c.out.append(Send(msg.profile.address, m.Pong(c.profile)))
         if interested and msg.eid not in self.delivered:
             self._deliver(now, msg.eid, msg.event, msg.attr, msg.hops)
-        copy = Copy(msg.eid, msg.event, msg.attr, msg.key, msg.hops, msg.up)
         sender = msg.profile.address
-        state = self.seen.get((msg.eid, msg.attr), 0)
+        state = self.seen.items.get((msg.eid, msg.attr), 0)
         need = (DOWN_DONE | UP_DONE) if msg.up else DOWN_DONE
         fwd = 0
         rv = dup = False
@@ -113,9 +112,12 @@ class Forest:
             c.counters["events_duplicate"] += 1
             dup = True
             if msg.up:
-                fwd = self._up_returned(now, copy)
+                fwd = self._up_returned(now, Copy(msg.eid, msg.event, msg.attr, msg.key,
+                                                  msg.hops, True))  # fmt: skip
         elif msg.hops < c.config.max_event_hops:
-            copy = copy._replace(up=msg.up and not state & UP_DONE)
+            # an up copy whose up work is done here already only goes down
+            up = msg.up and not state & UP_DONE
+            copy = Copy(msg.eid, msg.event, msg.attr, msg.key, msg.hops, up)
             targets, rv = self._handle(now, copy, sender, state)
             if rv:
                 c.note_rendezvous(now, msg.key, interested)
