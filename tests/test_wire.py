@@ -494,6 +494,34 @@ def test_deep_nesting_anywhere_is_refused_as_too_deep(where, depth):
     assert err.value.reason == "depth"
 
 
+def test_a_profile_heard_again_is_the_same_object_and_its_look_alikes_are_still_refused():
+    decoder = Decoder(SCHEMA)
+    ping, pong = (
+        decoder.decode_untrusted(encode(m.Ping(prof()))),
+        decoder.decode_untrusted(encode(m.Pong(prof()))),
+    )
+    assert ping.profile is pong.profile  # decoded once, remembered
+    assert fields(ping.profile) == fields(prof())
+    # Equal in Python (12345.0 == 12345, True == 1) but not valid: a
+    # remembered profile must not stand in for them.
+    plain = ["127.0.0.1:7000", 12345, 3, prof().subscription.to_plain()]
+    for bad in ([*plain[:1], 12345.0, *plain[2:]], [*plain[:2], 3.0, plain[3]]):
+        with pytest.raises(WireError) as err:
+            decoder.decode_untrusted(framed(KINDS[m.Ping], bad))
+        assert err.value.reason == "field"
+    one = ["127.0.0.1:7000", 1, 1, None]
+    assert decoder.decode_untrusted(framed(KINDS[m.Ping], one)).profile.seq == 1
+    with pytest.raises(WireError):
+        decoder.decode_untrusted(framed(KINDS[m.Ping], ["127.0.0.1:7000", 1, True, None]))
+
+
+def test_remembered_profiles_are_bounded():
+    decoder = Decoder(SCHEMA)
+    for port in range(1, 5_000):
+        decoder.decode_untrusted(framed(KINDS[m.Ping], [f"127.0.0.1:{port}", port, 0, None]))
+    assert 0 < len(decoder._reader._profiles) <= 4_096
+
+
 def _depth(x) -> int:
     return 1 + max(map(_depth, x), default=0) if type(x) is tuple else 0
 

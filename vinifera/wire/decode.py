@@ -19,6 +19,7 @@ from vinifera.ring import RING_MAX
 from vinifera.schema import Schema
 from vinifera.subscription import Event, Subscription
 from vinifera.wire.addresses import format_address, parse_address
+from vinifera.wire.encode import _pack
 from vinifera.wire.frames import (
     DIGEST_MAX,
     EID_LIMIT,
@@ -135,6 +136,10 @@ def _intervals(x) -> tuple:
     return tuple(out)
 
 
+# Profiles already decoded, at most this many (then forgotten at once).
+_MAX_REMEMBERED_PROFILES = 4096
+
+
 class _Reader:
     """Field validators bound to one schema (subscriptions and events are
     checked against it)."""
@@ -142,6 +147,12 @@ class _Reader:
     def __init__(self, schema: Schema) -> None:
         self.schema = schema
         self.n_attrs = len(schema)
+        # A node hears the same few profiles again and again (every message
+        # carries its sender's, gossip a dozen more) and validating one with
+        # a subscription costs ten times re-encoding it. Keyed by the
+        # encoding, not the value: Python's 1 == 1.0 == True would let an
+        # invalid field match a valid one. Only valid profiles are kept.
+        self._profiles: dict[bytes, Profile] = {}
 
     def sub(self, x) -> Subscription | None:
         if x is None:
@@ -166,6 +177,16 @@ class _Reader:
             raise _fail(f"event: {err}") from None
 
     def profile(self, x) -> Profile:
+        key = _pack(x)
+        known = self._profiles.get(key)
+        if known is None:
+            known = self._new_profile(x)
+            if len(self._profiles) >= _MAX_REMEMBERED_PROFILES:
+                self._profiles.clear()
+            self._profiles[key] = known
+        return known
+
+    def _new_profile(self, x) -> Profile:
         address, ident, seq, sub = _array(x, 4, "profile", exact=4)
         return Profile(
             _address(address),
