@@ -520,6 +520,13 @@ def test_remembered_profiles_are_bounded():
     for port in range(1, 5_000):
         decoder.decode_untrusted(framed(KINDS[m.Ping], [f"127.0.0.1:{port}", port, 0, None]))
     assert 0 < len(decoder._reader._profiles) <= 4_096
+    # a big profile (a long string in its subscription) is checked every time, not kept
+    city = "x" * 600
+    sub = Subscription.build(SCHEMA, {"city": (city, city)})
+    decoder = Decoder(SCHEMA)
+    got = decoder.decode_untrusted(encode(m.Ping(prof(sub=sub))))
+    assert got.profile.subscription == sub
+    assert len(decoder._reader._profiles) == 0
 
 
 def _depth(x) -> int:

@@ -136,8 +136,11 @@ def _intervals(x) -> tuple:
     return tuple(out)
 
 
-# Profiles already decoded, at most this many (then forgotten at once).
+# Profiles already decoded, at most this many (then forgotten at once),
+# each of at most this many bytes (a few hundred with a subscription):
+# what a stranger can make us keep stays under 2 MiB of keys.
 _MAX_REMEMBERED_PROFILES = 4096
+_MAX_REMEMBERED_PROFILE_BYTES = 512
 
 
 class _Reader:
@@ -181,9 +184,10 @@ class _Reader:
         known = self._profiles.get(key)
         if known is None:
             known = self._new_profile(x)
-            if len(self._profiles) >= _MAX_REMEMBERED_PROFILES:
-                self._profiles.clear()
-            self._profiles[key] = known
+            if len(key) <= _MAX_REMEMBERED_PROFILE_BYTES:
+                if len(self._profiles) >= _MAX_REMEMBERED_PROFILES:
+                    self._profiles.clear()
+                self._profiles[key] = known
         return known
 
     def _new_profile(self, x) -> Profile:
