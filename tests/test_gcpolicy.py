@@ -49,3 +49,12 @@ def test_a_simulation_restores_the_collector_on_the_way_out(restored_gc):
         assert gc.get_freeze_count() > 0
     assert gc.get_threshold() == (700, 10, 10)
     assert gc.get_freeze_count() == 0
+
+
+def test_a_simulation_keeps_a_freeze_made_before_it(restored_gc):
+    settle_for_daemon()
+    frozen = gc.get_freeze_count()
+    with quiet_garbage_collector():
+        pass
+    assert gc.get_freeze_count() >= frozen
+    assert gc.get_threshold() == DAEMON_THRESHOLDS

@@ -165,6 +165,12 @@ BAD = {
     "string kind": (framed("ping", GOOD_PROFILE), "kind"),
     "extra field": (framed(7, GOOD_PROFILE, 1), "field"),
     "hostname": (framed(7, ["localhost:7000", 1, 0, None]), "field"),
+    "empty map as address": (framed(7, [{}, 1, 0, None]), "field"),
+    "empty binary as address": (framed(7, [b"", 1, 0, None]), "field"),
+    "empty map in a handover row": (
+        framed(KINDS[m.Handover], GOOD_PROFILE, 5, [["temp", {}, 1.0, []]]),
+        "field",
+    ),
     "non-canonical address": (framed(7, ["127.000.0.1:7000", 1, 0, None]), "field"),
     "port 0": (framed(7, ["127.0.0.1:0", 1, 0, None]), "field"),
     "negative ident": (framed(7, ["127.0.0.1:7000", -1, 0, None]), "field"),
@@ -519,7 +525,8 @@ def test_remembered_profiles_are_bounded():
     decoder = Decoder(SCHEMA)
     for port in range(1, 5_000):
         decoder.decode_untrusted(framed(KINDS[m.Ping], [f"127.0.0.1:{port}", port, 0, None]))
-    assert 0 < len(decoder._reader._profiles) <= 4_096
+    assert 0 < len(decoder._reader._profiles) <= 1_024
+    assert decoder._reader._profile_bytes <= 128 * 1024
     # a big profile (a long string in its subscription) is checked every time, not kept
     city = "x" * 600
     sub = Subscription.build(SCHEMA, {"city": (city, city)})
@@ -538,6 +545,14 @@ _scalars = st.sampled_from([0x93, 0xDC, -0x6F, 0.0000001, 1e300, "\x9c", 2**40 +
 _nests = st.recursive(
     _scalars, lambda inner: st.lists(inner, max_size=17).map(tuple), max_leaves=60
 )
+
+
+def test_arrays_opened_by_the_32_bit_header_count_for_the_depth_check():
+    # msgpack.packb uses 0xdd only past 65,535 items: built by hand
+    data = b"\xdd\x00\x00\x00\x01" * 5 + b"\x01"
+    top = msgpack.unpackb(data, use_list=False)
+    assert _too_deep(top, data, 4)
+    assert not _too_deep(top, data, 5)
 
 
 @settings(max_examples=400, deadline=None)

@@ -36,8 +36,9 @@ def settle_for_daemon() -> None:
 def quiet_garbage_collector():
     """For one simulation: a simulation keeps millions of objects alive
     (tables, queues) and collections found nothing. Settings are restored
-    on the way out."""
+    on the way out (a freeze made before, e.g. by settle_for_daemon, stays)."""
     before = gc.get_threshold()
+    frozen_before = gc.get_freeze_count() > 0
     gc.collect()
     gc.freeze()
     gc.set_threshold(*SIMULATION_THRESHOLDS)
@@ -45,4 +46,5 @@ def quiet_garbage_collector():
         yield
     finally:
         gc.set_threshold(*before)
-        gc.unfreeze()
+        if not frozen_before:
+            gc.unfreeze()

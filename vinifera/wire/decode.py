@@ -97,10 +97,10 @@ _MAX_REMEMBERED_ADDRESSES = 4096
 
 
 def _address(x) -> str:
-    if x in _VALID_ADDRESSES:  # only ever holds str
-        return x
-    if type(x) is not str:
+    if type(x) is not str:  # first: x may be unhashable (an empty map)
         raise _fail(f"address must be a string, got {brief(x)}")
+    if x in _VALID_ADDRESSES:
+        return x
     try:
         host, port = parse_address(x)
     except ValueError as err:
@@ -136,11 +136,13 @@ def _intervals(x) -> tuple:
     return tuple(out)
 
 
-# Profiles already decoded, at most this many (then forgotten at once),
-# each of at most this many bytes (a few hundred with a subscription):
-# what a stranger can make us keep stays under 2 MiB of keys.
-_MAX_REMEMBERED_PROFILES = 4096
+# Profiles already decoded: each of at most 512 bytes encoded (a few
+# dozen to a few hundred with a subscription), at most 1,024 of them and
+# 128 KiB of encodings in all, then forgotten at once. What a stranger can
+# make us keep grows with the encodings' size: a few MiB at most.
 _MAX_REMEMBERED_PROFILE_BYTES = 512
+_MAX_REMEMBERED_PROFILES = 1024
+_MAX_REMEMBERED_BYTES = 128 * 1024
 
 
 class _Reader:
@@ -156,6 +158,7 @@ class _Reader:
         # encoding, not the value: Python's 1 == 1.0 == True would let an
         # invalid field match a valid one. Only valid profiles are kept.
         self._profiles: dict[bytes, Profile] = {}
+        self._profile_bytes = 0  # their keys' length in all
 
     def sub(self, x) -> Subscription | None:
         if x is None:
@@ -185,8 +188,13 @@ class _Reader:
         if known is None:
             known = self._new_profile(x)
             if len(key) <= _MAX_REMEMBERED_PROFILE_BYTES:
-                if len(self._profiles) >= _MAX_REMEMBERED_PROFILES:
+                self._profile_bytes += len(key)
+                if (
+                    len(self._profiles) >= _MAX_REMEMBERED_PROFILES
+                    or self._profile_bytes > _MAX_REMEMBERED_BYTES
+                ):
                     self._profiles.clear()
+                    self._profile_bytes = len(key)
                 self._profiles[key] = known
         return known
 
