@@ -249,8 +249,9 @@ class RingIndex:
 
     def __init__(self, candidates: Sequence[Entry]) -> None:
         self.candidates = candidates
-        self.order = sorted(range(len(candidates)), key=lambda i: candidates[i].profile.ident)
-        self.idents = [candidates[i].profile.ident for i in self.order]
+        idents = [e.profile.ident for e in candidates]
+        self.order = sorted(range(len(candidates)), key=idents.__getitem__)
+        self.idents = [idents[i] for i in self.order]
 
     def closest(self, target: int, used: set) -> tuple[Entry | None, int]:
         """The unused candidate nearest `target` either way round (ties: the
