@@ -28,28 +28,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from compiled_speedup import CHILD  # noqa: E402  (the same simulation)
 from record import record  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-
-CHILD = """
-import json, sys
-from vinifera import native
-from vinifera.protocol.config import OverlayConfig, system_defaults
-from vinifera.sim.config import SimConfig
-from vinifera.sim.driver import Simulation
-nodes, rounds, subscriptions = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-friends, small_world, content = system_defaults("vinifera")
-cfg = SimConfig(nodes=nodes, rounds=rounds, seed=1, subscriptions=subscriptions,
-                overlay=OverlayConfig(friends=friends, small_world=small_world),
-                content=content, events_per_round=10.0)
-sim = Simulation(cfg)
-summary = sim.run()
-for key in ("wall_seconds", "node_rounds_per_second"):
-    summary.pop(key)
-print(json.dumps({"compiled": native.in_use(), "node_rounds": sim.node_rounds,
-                  "summary": summary}))
-"""
 
 
 def count(tree: Path, args, compiled: bool) -> dict:
