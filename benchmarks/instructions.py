@@ -78,6 +78,8 @@ def main() -> None:
     ap.add_argument("--compiled", action="store_true", help="count the compiled build")
     ap.add_argument("--no-record", action="store_true", help="print only")
     args = ap.parse_args()
+    if args.compiled and args.against:
+        ap.error("--compiled counts this checkout's build; --against checks out a pure one")
     if shutil.which("valgrind") is None:
         ap.error("valgrind is not installed (Debian: apt-get install valgrind)")
     trees = {"this checkout": REPO}
