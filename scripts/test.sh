@@ -5,4 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 .venv/bin/ruff check .
-.venv/bin/python -m pytest -m "not slow" "$@"
+.venv/bin/python -m pytest -m "not slow" --durations=15 "$@"
