@@ -9,7 +9,9 @@ import pytest
 
 from vinifera.gcpolicy import (
     DAEMON_THRESHOLDS,
+    RETIRED_BEFORE_COLLECTING,
     SIMULATION_THRESHOLDS,
+    RetiredNodes,
     quiet_garbage_collector,
     settle_for_daemon,
 )
@@ -58,3 +60,55 @@ def test_a_simulation_keeps_a_freeze_made_before_it(restored_gc):
         pass
     assert gc.get_freeze_count() >= frozen
     assert gc.get_threshold() == DAEMON_THRESHOLDS
+
+
+def test_a_simulation_runs_no_automatic_collection_yet_collects_on_request(restored_gc):
+    with quiet_garbage_collector():
+        first = Cell()
+        dead = weakref.ref(first)
+        del first
+        cells = [Cell() for _ in range(200_000)]  # past any young threshold
+        del cells
+        assert dead() is not None  # no collection ran by itself
+        gc.collect()
+        assert dead() is None
+
+
+def test_what_a_simulation_made_is_not_left_to_the_next_young_collection(restored_gc):
+    gc.set_threshold(700, 10, 10)
+    with quiet_garbage_collector():
+        kept = [[i] for i in range(50_000)]
+        assert gc.get_count()[0] >= 50_000
+    # Handed to the oldest generation on the way out, unwalked.
+    assert gc.get_count()[0] < 700
+    assert len(kept) == 50_000
+
+
+def retire_cells(retired: RetiredNodes, count: int, alive: int) -> list:
+    refs = []
+    for _ in range(count):
+        cell = Cell()
+        refs.append(weakref.ref(cell))
+        del cell
+        retired.retire(alive)
+    return refs
+
+
+def test_retired_incarnations_are_collected_once_they_outnumber_the_live_nodes(restored_gc):
+    with quiet_garbage_collector():
+        retired = RetiredNodes()
+        waiting = retire_cells(retired, 99, alive=100)
+        assert retired.collections == 0
+        assert all(ref() is not None for ref in waiting)
+        retire_cells(retired, 1, alive=100)
+        assert retired.collections == 1
+        assert all(ref() is None for ref in waiting)
+
+
+def test_a_few_live_nodes_still_wait_for_a_batch_of_retirements(restored_gc):
+    with quiet_garbage_collector():
+        retired = RetiredNodes()
+        waiting = retire_cells(retired, RETIRED_BEFORE_COLLECTING - 1, alive=3)
+        assert retired.collections == 0 and waiting[0]() is not None
+        retire_cells(retired, 1, alive=3)
+        assert retired.collections == 1 and waiting[0]() is None

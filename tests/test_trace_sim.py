@@ -71,7 +71,7 @@ def test_alive_population_follows_the_trace(crash_run):
 
 
 def test_every_session_joins_with_its_subscription_and_every_end_is_a_crash(crash_run):
-    rp, _, summary, recs = crash_run
+    rp, sim, summary, recs = crash_run
     names = rp.node_names
     joins = [r for r in recs if r["ev"] == "join"]
     crashes = Counter(r["node"] for r in recs if r["ev"] == "crash")
@@ -95,6 +95,8 @@ def test_every_session_joins_with_its_subscription_and_every_end_is_a_crash(cras
         ends_inside += inside
     assert summary["joins"] == len(joins) == rp.trace.session_count
     assert summary["rejoins"] == rp.trace.session_count - len(names) > 0
+    # Each replaced incarnation is cyclic garbage, counted toward a collection.
+    assert sim.retired_nodes.retired == summary["rejoins"]
     assert summary["departures"] == ends_inside > 0
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vinifera.gcpolicy import quiet_garbage_collector
+from vinifera.gcpolicy import RetiredNodes, quiet_garbage_collector
 from vinifera.ledger import Ledger
 from vinifera.protocol.actions import Log, Send
 from vinifera.protocol.node import Node
@@ -82,6 +82,7 @@ class Simulation:
         self.trace_subs: list = []
         self.replay_counts = {"joins": 0, "rejoins": 0, "departures": 0}
         self._retired_moves = 0  # identifier moves of incarnations that are gone
+        self.retired_nodes = RetiredNodes()
         if self.replay is not None:
             self.trace_subs = [
                 self.workload.subscription(self.workload_rng) for _ in self.replay.node_names
@@ -223,6 +224,7 @@ class Simulation:
             # keeps on disk: a copy still travelling toward (or retried to)
             # the old incarnation must not reach the application twice.
             node.restore_delivered(old.delivered_journal())
+            self.retired_nodes.retire(len(self.alive))
         self.replay_counts["joins"] += 1
         self.nodes[address] = node
 
