@@ -229,6 +229,7 @@ def sim_run(**opts) -> None:
 
     Example: vinifera sim run --nodes 1000 --rounds 100 --system baseline --json
     """
+    from vinifera.gcpolicy import spare_the_exit
     from vinifera.sim.driver import Simulation
 
     config = _sim_config(**opts)
@@ -284,6 +285,7 @@ def sim_run(**opts) -> None:
         width = max(len(k) for k in summary)
         for key, value in summary.items():
             click.echo(f"{key:<{width}}  {value}")
+    spare_the_exit()
 
 
 TRACE_ONLY = ("round_seconds", "start_h", "end_h", "glitches", "departures", "measure_from_h")

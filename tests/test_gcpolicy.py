@@ -112,3 +112,26 @@ def test_a_few_live_nodes_still_wait_for_a_batch_of_retirements(restored_gc):
         assert retired.collections == 0 and waiting[0]() is not None
         retire_cells(retired, 1, alive=3)
         assert retired.collections == 1 and waiting[0]() is None
+
+
+def test_sim_run_leaves_its_nodes_out_of_the_final_collection(tmp_path):
+    """After `vinifera sim run` prints its summary, the simulation's nodes
+    are frozen: the interpreter's exit does not walk them (in a child
+    process, so this one keeps its collector as it was)."""
+    import subprocess
+    import sys
+
+    child = (
+        "import gc\n"
+        "from vinifera.cli.main import main\n"
+        "from vinifera.protocol.node import Node\n"
+        "main(['sim', 'run', '--nodes', '12', '--rounds', '4', '--json'], standalone_mode=False)\n"
+        "print('frozen', gc.get_freeze_count())\n"
+        "print('walked', sum(isinstance(o, Node) for o in gc.get_objects()))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", child], capture_output=True, text=True, check=True, cwd=tmp_path
+    ).stdout
+    counts = dict(line.split() for line in out.splitlines() if line.startswith(("frozen", "walk")))
+    assert int(counts["frozen"]) > 0
+    assert counts["walked"] == "0"
