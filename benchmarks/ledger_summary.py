@@ -70,11 +70,12 @@ def ledger_class_at(rev: str) -> type:
         ["git", "show", f"{rev}:vinifera/ledger.py"],
         capture_output=True, text=True, check=True, cwd=Path(__file__).parent,
     ).stdout  # fmt: skip
-    path = Path(tempfile.mkdtemp()) / "ledger_at_rev.py"
-    path.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("ledger_at_rev", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "ledger_at_rev.py"
+        path.write_text(source, encoding="utf-8")
+        spec = importlib.util.spec_from_file_location("ledger_at_rev", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)  # compiled now: the file may go
     return module.Ledger
 
 

@@ -108,13 +108,15 @@ class Ledger:
         columns: dict[str, list] = {}
         deadline = self.deadline
         delivered_at = self.delivered
+        # per node, when each subscription it held took effect
+        held_since = {node: [h[0] for h in history] for node, history in self.subs.items()}
 
         def by_deadline(t: float) -> float:
             return t + deadline
 
         for node, lives in self.lives.items():
             history = self.subs[node]
-            since = [h[0] for h in history]
+            since = held_since[node]
             for join, death in lives:
                 first = bisect.bisect_left(times, join)
                 # past the last event whose deadline falls within the life
@@ -144,16 +146,13 @@ class Ledger:
                             delivered += 1
                             hops_total += got[0][1]
         false_positives = duplicates = 0
-        starts: dict[str, list[float]] = {}
         for (eid, node), deliveries in self.delivered.items():
             duplicates += len(deliveries) - 1
             values = self.events[eid][1].values
-            history = self.subs[node]
-            held_since = starts.get(node)
-            if held_since is None:
-                held_since = starts[node] = [h[0] for h in history]
+            history = self.subs.get(node, [])
+            since = held_since.get(node, [])
             for t, _ in deliveries:
-                k = bisect.bisect_right(held_since, t) - 1
+                k = bisect.bisect_right(since, t) - 1
                 sub = history[k][1] if k >= 0 else None
                 if sub is None or not sub.matches(values):
                     false_positives += 1
