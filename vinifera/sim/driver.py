@@ -1,6 +1,7 @@
 """The simulator driver: runs the protocol's Node state machines in virtual
-time. One event queue ordered by (time, sequence), a seeded network model,
-churn, workloads. Same seed, same result, byte for byte.
+time. One event queue (events.py: an order that does not depend on how the
+nodes' events interleave), a seeded network model with one random stream
+per sending node, churn, workloads. Same seed, same result, byte for byte.
 """
 
 from __future__ import annotations
@@ -41,7 +42,11 @@ class Simulation:
         master = random.Random(config.seed)
         # Independent streams, so that e.g. changing the loss rate does not
         # change which subscriptions the nodes get.
-        self.net_rng = random.Random(master.getrandbits(64))
+        # The network's draws for a message come from its sender's stream,
+        # so no node's messages depend on how others' interleave.
+        self.net_seed = master.getrandbits(64)
+        self.net_rngs: dict[int, random.Random] = {}
+        self.incarnations: dict[int, int] = {}  # address -> trace rejoins so far
         self.churn_rng = random.Random(master.getrandbits(64))
         self.workload_rng = random.Random(master.getrandbits(64))
         self.metrics_rng = random.Random(master.getrandbits(64))
@@ -125,24 +130,24 @@ class Simulation:
         alive = self.alive
         period = self.overlay_config.period
         while (ev := queue.pop_until(limit)) is not None:
-            t, _seq, kind, a, b = ev
+            t, _target, _origin, _seq, kind, a, b = ev
             self.now = t
             if kind == MESSAGE:
                 node = alive.get(a)
                 if node is None:
                     self.stats["messages_to_dead"] += 1
                     continue
-                self._act(t, node.receive(t, b))
+                self._act(t, node.receive(t, b), a)
             elif kind == TICK:
                 node = alive.get(a)
                 if node is None or node is not b:
                     continue  # died (or left) since this tick was scheduled
-                self._act(t, node.tick(t))
-                queue.push(t + period, TICK, a, node)
+                self._act(t, node.tick(t), a)
+                queue.push(t + period, TICK, a, node, a)
             elif kind == PUBLISH:
                 if alive:
-                    publisher = alive[self.event_rng.choice(list(alive))]
-                    self._act(t, publisher.publish(t, b).actions)
+                    address = self.event_rng.choice(list(alive))
+                    self._act(t, alive[address].publish(t, b).actions, address)
             elif kind == DEPART:
                 self._depart(t, a)
             else:  # JOIN
@@ -154,25 +159,41 @@ class Simulation:
                 bootstrap = self.churn_rng.sample(others, k) if k else []
                 alive[a] = node
                 self.death_time.pop(a, None)
-                self._act(t, node.start(t, bootstrap))
-                queue.push(t + period, TICK, a, node)
+                self._act(t, node.start(t, bootstrap), a)
+                queue.push(t + period, TICK, a, node, a)
 
-    def _act(self, now: float, actions: list) -> None:
+    def _act(self, now: float, actions: list, origin: int) -> None:
+        """Carry out what node `origin` asked for: its messages into the
+        network, its log records to the ledger and the log."""
         tap = self.tap
+        rng = None
         for action in actions:
             if type(action) is Send:
                 self.stats["messages_sent"] += 1
                 if tap is not None:
                     tap(now, action)
-                delay = self.config.network.delay(self.net_rng)
+                if rng is None:
+                    rng = self._net_rng(origin)
+                delay = self.config.network.delay(rng)
                 if delay is None:
                     self.stats["messages_lost"] += 1
                     continue
-                self.queue.push(now + delay, MESSAGE, action.dest, action.message)
+                self.queue.push(now + delay, MESSAGE, action.dest, action.message, origin)
             elif type(action) is Log:
                 self.ledger.feed(action.record)
                 if self.writer is not None:
                     self.writer.write(action.record)
+
+    def _net_rng(self, origin: int) -> random.Random:
+        """The network's random stream for messages sent by `origin`, made
+        at its first message from the run's seed, the address and the
+        incarnation alone."""
+        rng = self.net_rngs.get(origin)
+        if rng is None:
+            incarnation = self.incarnations.get(origin, 0)
+            rng = random.Random(f"{self.net_seed}:{origin}:{incarnation}")
+            self.net_rngs[origin] = rng
+        return rng
 
     # ----------------------------------------------------------------- churn
 
@@ -218,6 +239,10 @@ class Simulation:
             content=self.config.content,
         )
         if old is not None:
+            # a fresh network stream and event numbering, as fresh as its tables
+            incarnation = self.incarnations[address] = self.incarnations.get(address, 0) + 1
+            self.net_rngs.pop(address, None)
+            self.queue.restart_origin(address, incarnation)
             self._retired_moves += old.counters()["moves"]
             self.replay_counts["rejoins"] += 1
             # Everything is fresh but the delivery journal, which a daemon
@@ -235,7 +260,7 @@ class Simulation:
         self.death_time[address] = now
         self.replay_counts["departures"] += 1
         if self.replay.departures == "leave":
-            self._act(now, node.leave(now))
+            self._act(now, node.leave(now), address)
         else:
             self._crash_record(now, address)
 
@@ -271,7 +296,7 @@ class Simulation:
                 node = self.alive.pop(address)
                 self.death_time[address] = now
                 if step.kind == "leave":
-                    self._act(now, node.leave(now))
+                    self._act(now, node.leave(now), address)
                 else:
                     self._crash_record(now, address)
             if step.kind == "kill":
