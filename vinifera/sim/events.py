@@ -24,10 +24,19 @@ class EventQueue:
     def push(self, time: float, kind: int, a, b=None, origin: int = DRIVER) -> None:
         """Schedule an event of `kind` about `a` (a node's address, or None)
         caused by `origin` (a node's address, or DRIVER)."""
+        heapq.heappush(self._heap, self.entry(time, kind, a, b, origin))
+
+    def entry(self, time: float, kind: int, a, b=None, origin: int = DRIVER) -> tuple:
+        """The queue entry `push` would make (and number), without queueing
+        it: for an event another process will run (sim/parallel.py)."""
         seq = self._seq.get(origin, 0) + 1
         self._seq[origin] = seq
         target = DRIVER if origin == DRIVER else a
-        heapq.heappush(self._heap, (time, target, origin, seq, kind, a, b))
+        return (time, target, origin, seq, kind, a, b)
+
+    def push_entry(self, entry: tuple) -> None:
+        """Queue an entry made by `entry` (here or in another process)."""
+        heapq.heappush(self._heap, entry)
 
     def restart_origin(self, origin: int, incarnation: int) -> None:
         """A new incarnation of node `origin` numbers its events afresh,
