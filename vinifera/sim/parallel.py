@@ -26,6 +26,7 @@ import contextlib
 import heapq
 import math
 import multiprocessing
+import signal
 import time
 import traceback
 from bisect import bisect_right
@@ -37,7 +38,7 @@ from vinifera.gcpolicy import quiet_garbage_collector
 from vinifera.ring import RING_SIZE
 from vinifera.sim.config import SimConfig
 from vinifera.sim.driver import Simulation
-from vinifera.sim.transfer import register
+from vinifera.sim.transfer import bind, register
 
 
 class Partition:
@@ -176,6 +177,11 @@ def _run_rounds(sim: Simulation, part: Partition, peers: _Peers, on_round) -> No
     else:
         sim._schedule_trace()
     part.splits = _splits(sim, len(part.outbox))
+    if sim.replay is not None:
+        bind(sim.trace_subs.__getitem__)
+    else:
+        nodes = sim.nodes
+        bind(lambda address: nodes[address].subscription)
     queue = sim.queue
     for r in range(cfg.rounds):
         sim._apply_churn(r, r * period)
@@ -196,6 +202,7 @@ def _worker(
     """A worker process other than 0: its rounds, then its counts.
     `log_links`: its nodes log link changes as worker 0's do (a run with a
     log writes them)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is worker 0's to handle
     peers = _Peers(me, conns)
     try:
         sim = Simulation(config)

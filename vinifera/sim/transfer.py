@@ -8,10 +8,12 @@ arguments, so the pure build pickles the same way."""
 from __future__ import annotations
 
 import copyreg
+from collections.abc import Callable, Hashable
 
 from vinifera.protocol import messages as m
 from vinifera.protocol.profile import Profile
 from vinifera.ranges import IntervalSet
+from vinifera.subscription import Subscription
 
 
 def fields(cls: type) -> list[str]:
@@ -42,8 +44,29 @@ def _reduce_message(msg: m.Message):
     return cls, tuple(getattr(msg, f) for f in _FIELDS[cls])
 
 
+# address -> the subscription the simulation gave that node (bind()).
+_subscription_of: Callable[[Hashable], Subscription | None] | None = None
+
+
+def bind(subscription_of: Callable[[Hashable], Subscription | None]) -> None:
+    """Send a profile's subscription as its node's address when it is the
+    one the simulation gave that node: every worker drew the same ones from
+    the same seed, and rebuilding a subscription is most of a profile's
+    cost to unpickle."""
+    global _subscription_of
+    _subscription_of = subscription_of
+
+
 def _reduce_profile(p: Profile):
-    return Profile, (p.address, p.ident, p.subscription, p.seq)
+    sub = p.subscription
+    if sub is not None and _subscription_of is not None and _subscription_of(p.address) is sub:
+        return _node_profile, (p.address, p.ident, p.seq)
+    return Profile, (p.address, p.ident, sub, p.seq)
+
+
+def _node_profile(address: Hashable, ident: int, seq: int) -> Profile:
+    assert _subscription_of is not None
+    return Profile(address, ident, _subscription_of(address), seq)
 
 
 def _reduce_intervals(s: IntervalSet):
