@@ -36,6 +36,7 @@ from vinifera.protocol.config import OverlayConfig, system_defaults  # noqa: E40
 from vinifera.protocol.profile import Profile  # noqa: E402
 from vinifera.sim.config import SimConfig  # noqa: E402
 from vinifera.sim.driver import Simulation  # noqa: E402
+from vinifera.sim.transfer import fields  # noqa: E402
 from vinifera.wire import encode  # noqa: E402
 
 SAMPLE = 16
@@ -56,17 +57,6 @@ def host(address: int) -> str:
 
 def _profile(p: Profile) -> Profile:
     return Profile(host(p.address), p.ident, p.subscription, p.seq)
-
-
-def fields(cls: type) -> list[str]:
-    """A message class's fields in constructor order: its slots, base first
-    (tests/test_wire.py checks that constructors take them so); a compiled
-    class has no __slots__ but lists its own attributes, then its bases'."""
-    slots = [s for k in reversed(cls.__mro__) for s in getattr(k, "__slots__", ())]
-    if slots:
-        return slots
-    own = [a for a in dict.fromkeys(cls.__mypyc_attrs__) if a not in ("kind", "profile")]
-    return ["profile", *own]
 
 
 def with_real_addresses(msg: m.Message) -> m.Message:

@@ -70,3 +70,13 @@ def test_compiled_and_pure_python_write_the_same_bytes(tmp_path, args):
         b = (tmp_path / "compiled" / name).read_bytes()
         assert len(a) > 1000 or name == "summary.json"
         assert a == b, f"{name} differs"
+
+
+def test_compiled_on_two_workers_writes_the_bytes_of_pure_python_on_one(tmp_path):
+    """The workers exchange compiled messages (sim/transfer.py's reducers)."""
+    args = ["--nodes", "150", "--rounds", "20"]
+    pure = _simulate(tmp_path / "pure", args, pure=True)
+    compiled = _simulate(tmp_path / "two", [*args, "--workers", "2"], pure=False)
+    assert json.dumps(compiled) == json.dumps(pure)
+    for name in ("sim.jsonl", "summary.json"):
+        assert (tmp_path / "pure" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()

@@ -1,6 +1,7 @@
 """The simulator driver: runs the protocol's Node state machines in virtual
-time. One event queue ordered by (time, sequence), a seeded network model,
-churn, workloads. Same seed, same result, byte for byte.
+time. One event queue (events.py: an order that does not depend on how the
+nodes' events interleave), a seeded network model with one random stream
+per sending node, churn, workloads. Same seed, same result, byte for byte.
 """
 
 from __future__ import annotations
@@ -41,7 +42,15 @@ class Simulation:
         master = random.Random(config.seed)
         # Independent streams, so that e.g. changing the loss rate does not
         # change which subscriptions the nodes get.
-        self.net_rng = random.Random(master.getrandbits(64))
+        # The network's draws for a message come from its sender's stream,
+        # so no node's messages depend on how others' interleave.
+        self.net_seed = master.getrandbits(64)
+        self.net_rngs: dict[int, random.Random] = {}
+        self.incarnations: dict[int, int] = {}  # address -> trace rejoins so far
+        # Set by sim/parallel.py when this process runs only some of the
+        # nodes (a Partition): which, where the others' messages go, and the
+        # log records kept for merging instead of fed at once.
+        self.part: Any = None
         self.churn_rng = random.Random(master.getrandbits(64))
         self.workload_rng = random.Random(master.getrandbits(64))
         self.metrics_rng = random.Random(master.getrandbits(64))
@@ -124,25 +133,29 @@ class Simulation:
         nodes = self.nodes
         alive = self.alive
         period = self.overlay_config.period
+        part = self.part
         while (ev := queue.pop_until(limit)) is not None:
-            t, _seq, kind, a, b = ev
+            t, _target, _origin, _seq, kind, a, b = ev
             self.now = t
+            if part is not None:
+                part.key = ev[:4]
             if kind == MESSAGE:
                 node = alive.get(a)
                 if node is None:
                     self.stats["messages_to_dead"] += 1
                     continue
-                self._act(t, node.receive(t, b))
+                self._act(t, node.receive(t, b), a)
             elif kind == TICK:
                 node = alive.get(a)
                 if node is None or node is not b:
                     continue  # died (or left) since this tick was scheduled
-                self._act(t, node.tick(t))
-                queue.push(t + period, TICK, a, node)
+                self._act(t, node.tick(t), a)
+                queue.push(t + period, TICK, a, node, a)
             elif kind == PUBLISH:
                 if alive:
-                    publisher = alive[self.event_rng.choice(list(alive))]
-                    self._act(t, publisher.publish(t, b).actions)
+                    address = self.event_rng.choice(list(alive))
+                    if part is None or part.owns(address):
+                        self._act(t, alive[address].publish(t, b).actions, address)
             elif kind == DEPART:
                 self._depart(t, a)
             else:  # JOIN
@@ -154,25 +167,53 @@ class Simulation:
                 bootstrap = self.churn_rng.sample(others, k) if k else []
                 alive[a] = node
                 self.death_time.pop(a, None)
-                self._act(t, node.start(t, bootstrap))
-                queue.push(t + period, TICK, a, node)
+                if part is not None and not part.join(a, node.ident):
+                    continue  # another process runs it
+                self._act(t, node.start(t, bootstrap), a)
+                queue.push(t + period, TICK, a, node, a)
 
-    def _act(self, now: float, actions: list) -> None:
+    def _act(self, now: float, actions: list, origin: int) -> None:
+        """Carry out what node `origin` asked for: its messages into the
+        network, its log records to the ledger and the log."""
         tap = self.tap
+        rng = None
         for action in actions:
             if type(action) is Send:
                 self.stats["messages_sent"] += 1
                 if tap is not None:
                     tap(now, action)
-                delay = self.config.network.delay(self.net_rng)
+                if rng is None:
+                    rng = self._net_rng(origin)
+                delay = self.config.network.delay(rng)
                 if delay is None:
                     self.stats["messages_lost"] += 1
                     continue
-                self.queue.push(now + delay, MESSAGE, action.dest, action.message)
+                part = self.part
+                if part is not None and not part.owns(action.dest):
+                    entry = self.queue.entry(
+                        now + delay, MESSAGE, action.dest, action.message, origin
+                    )
+                    part.send(action.dest, entry)
+                    continue
+                self.queue.push(now + delay, MESSAGE, action.dest, action.message, origin)
             elif type(action) is Log:
+                if self.part is not None:
+                    self.part.record(action.record)
+                    continue
                 self.ledger.feed(action.record)
                 if self.writer is not None:
                     self.writer.write(action.record)
+
+    def _net_rng(self, origin: int) -> random.Random:
+        """The network's random stream for messages sent by `origin`, made
+        at its first message from the run's seed, the address and the
+        incarnation alone."""
+        rng = self.net_rngs.get(origin)
+        if rng is None:
+            incarnation = self.incarnations.get(origin, 0)
+            rng = random.Random(f"{self.net_seed}:{origin}:{incarnation}")
+            self.net_rngs[origin] = rng
+        return rng
 
     # ----------------------------------------------------------------- churn
 
@@ -218,6 +259,10 @@ class Simulation:
             content=self.config.content,
         )
         if old is not None:
+            # a fresh network stream and event numbering, as fresh as its tables
+            incarnation = self.incarnations[address] = self.incarnations.get(address, 0) + 1
+            self.net_rngs.pop(address, None)
+            self.queue.restart_origin(address, incarnation)
             self._retired_moves += old.counters()["moves"]
             self.replay_counts["rejoins"] += 1
             # Everything is fresh but the delivery journal, which a daemon
@@ -234,14 +279,19 @@ class Simulation:
             return
         self.death_time[address] = now
         self.replay_counts["departures"] += 1
+        if self.part is not None and not self.part.owns(address):
+            return
         if self.replay.departures == "leave":
-            self._act(now, node.leave(now))
+            self._act(now, node.leave(now), address)
         else:
             self._crash_record(now, address)
 
     def _crash_record(self, now: float, address: int) -> None:
         # A crashed node cannot log; the simulator records it for the analysis.
         rec = record(now, node_name(address), "crash")
+        if self.part is not None:
+            self.part.record(rec)
+            return
         self.ledger.feed(rec)
         if self.writer is not None:
             self.writer.write(rec)
@@ -260,18 +310,23 @@ class Simulation:
             self.queue.push(t, PUBLISH, None, self.workload.event(self.event_rng))
 
     def _apply_churn(self, r: int, now: float) -> None:
-        for step in self.config.churn:
+        for n_step, step in enumerate(self.config.churn):
             if step.round != r:
                 continue
             if step.kind == "join":
                 self._schedule_joins(step.count, now, self.overlay_config.period)
                 continue
             victims = self.churn_rng.sample(list(self.alive), int(len(self.alive) * step.fraction))
-            for address in victims:
+            for i, address in enumerate(victims):
                 node = self.alive.pop(address)
                 self.death_time[address] = now
+                if self.part is not None:
+                    if not self.part.owns(address):
+                        continue
+                    # in step and victim order, before any event at `now`
+                    self.part.key = (now, -2, n_step, i)
                 if step.kind == "leave":
-                    self._act(now, node.leave(now))
+                    self._act(now, node.leave(now), address)
                 else:
                     self._crash_record(now, address)
             if step.kind == "kill":
@@ -279,17 +334,25 @@ class Simulation:
 
     # ----------------------------------------------------------------- measuring
 
-    def _measure_round(self, r: int) -> None:
-        alive = list(self.alive.values())
+    def _measure_round(self, r: int, alive: list | None = None) -> None:
+        if alive is None:
+            alive = list(self.alive.values())
         self.node_rounds += len(alive)
         self.ring_history.append(metrics.ring_correct_fraction(alive))
         end = (r + 1) * self.overlay_config.period
         for _node, _dead, died in metrics.dead_links(alive, self.death_time):
             self.max_dead_link_seconds = max(self.max_dead_link_seconds, end - died)
 
-    def _summary(self) -> dict:
+    def moves(self) -> int:
+        """Identifier moves so far, by every incarnation of every node."""
+        return self._retired_moves + sum(n.counters()["moves"] for n in self.nodes if n is not None)
+
+    def _summary(self, alive: list | None = None, moves: int | None = None) -> dict:
+        """The run's summary; sim/parallel.py passes what the processes
+        measured together: the alive nodes (stand-ins) and identifier moves."""
         cfg = self.config
-        alive = list(self.alive.values())
+        if alive is None:
+            alive = list(self.alive.values())
         history = self.ring_history
         converged = next((i for i, f in enumerate(history) if f == 1.0), None)
         summary = {
@@ -320,9 +383,7 @@ class Simulation:
             summary["warmup_rounds"] = cfg.warmup
             summary["deadline_rounds"] = cfg.deadline_rounds
             summary.update(self.ledger.summary())
-            summary["identifier_moves"] = self._retired_moves + sum(
-                n.counters()["moves"] for n in self.nodes if n is not None
-            )
+            summary["identifier_moves"] = moves if moves is not None else self.moves()
         if self.replay is not None:
             summary.update(
                 round_seconds=self.replay.round_seconds,

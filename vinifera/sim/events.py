@@ -1,10 +1,17 @@
-"""The simulator's single event queue, ordered by (time, sequence number) so
-that simultaneous events run in the order they were scheduled: determinism
-never depends on comparing payloads."""
+"""The simulator's event queue. Events run in (time, target, origin,
+sequence) order: simultaneous events run by the node they happen at, then
+by the node that caused them, then in the order that node caused them (the
+driver's own joins, departures and publications, origin DRIVER, first and
+in the order scheduled). No part of the key depends on what other nodes did
+in between, so the order stays the same if the nodes are split between
+processes, and determinism never depends on comparing payloads."""
 
 from __future__ import annotations
 
 import heapq
+
+# The origin (and target) of the driver's own events.
+DRIVER = -1
 
 
 class EventQueue:
@@ -12,14 +19,34 @@ class EventQueue:
 
     def __init__(self) -> None:
         self._heap: list = []
-        self._seq = 0
+        self._seq: dict[int, int] = {}  # origin -> events it has scheduled
 
-    def push(self, time: float, kind: int, a, b=None) -> None:
-        self._seq += 1
-        heapq.heappush(self._heap, (time, self._seq, kind, a, b))
+    def push(self, time: float, kind: int, a, b=None, origin: int = DRIVER) -> None:
+        """Schedule an event of `kind` about `a` (a node's address, or None)
+        caused by `origin` (a node's address, or DRIVER)."""
+        heapq.heappush(self._heap, self.entry(time, kind, a, b, origin))
+
+    def entry(self, time: float, kind: int, a, b=None, origin: int = DRIVER) -> tuple:
+        """The queue entry `push` would make (and number), without queueing
+        it: for an event another process will run (sim/parallel.py)."""
+        seq = self._seq.get(origin, 0) + 1
+        self._seq[origin] = seq
+        target = DRIVER if origin == DRIVER else a
+        return (time, target, origin, seq, kind, a, b)
+
+    def push_entry(self, entry: tuple) -> None:
+        """Queue an entry made by `entry` (here or in another process)."""
+        heapq.heappush(self._heap, entry)
+
+    def restart_origin(self, origin: int, incarnation: int) -> None:
+        """A new incarnation of node `origin` numbers its events afresh,
+        above any the previous one left in the queue: the numbering depends
+        on the incarnation alone, not on what the previous one did."""
+        self._seq[origin] = incarnation << 40
 
     def pop_until(self, limit: float):
-        """Pop the next event strictly before `limit`, or None."""
+        """Pop the next event strictly before `limit`, or None:
+        (time, target, origin, sequence, kind, a, b)."""
         heap = self._heap
         if heap and heap[0][0] < limit:
             return heapq.heappop(heap)
