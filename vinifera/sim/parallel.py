@@ -281,7 +281,7 @@ def _coordinate(config: SimConfig, workers: int, conns: dict[int, Any], log_dir,
                 sim.writer.write(rec)
         alive = []
         for address, node in sim.alive.items():  # in join order, as one process
-            address_, ident, primary, succ, pred, friends, addresses = reports[address]
+            _, ident, primary, succ, pred, friends, addresses = reports[address]
             stand_in = NodeReport(address, ident, primary, _Links(succ, pred, friends), addresses)
             stand_in.subscription = node.subscription
             alive.append(stand_in)
