@@ -239,7 +239,6 @@ def sim_run(**opts) -> None:
     """
     from vinifera.gcpolicy import spare_the_exit
     from vinifera.schema import Schema
-    from vinifera.sim.driver import Simulation
     from vinifera.sim.parallel import run_parallel
 
     config = _sim_config(**opts)
@@ -276,17 +275,12 @@ def sim_run(**opts) -> None:
         nonlocal done
         done = r + 1
 
-    def run(progress) -> dict:
-        if workers > 1:
-            return run_parallel(config, workers, log_dir, progress)
-        return Simulation(config, log_dir=log_dir).run(progress=progress)
-
-    try:
+    try:  # (one worker: run_parallel is Simulation.run)
         if show_bar:
             with click.progressbar(length=rounds, label="simulating", file=sys.stderr) as bar:
-                summary = run(lambda r: (note(r), bar.update(1)))
+                summary = run_parallel(config, workers, log_dir, lambda r: (note(r), bar.update(1)))
         else:
-            summary = run(note)
+            summary = run_parallel(config, workers, log_dir, note)
     except KeyboardInterrupt:
         where = f"; the log so far is in {log_dir}" if log_dir else ""
         click.echo(f"interrupted after {done} of {rounds} rounds{where}", err=True)

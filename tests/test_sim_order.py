@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import itertools
 
+from vinifera.sim.driver import JOIN, MESSAGE, TICK
 from vinifera.sim.events import DRIVER, EventQueue
-
-MESSAGE, TICK, JOIN = 2, 1, 0
 
 
 def drain(queue: EventQueue) -> list:

@@ -104,17 +104,12 @@ class Simulation:
             return self._run(progress)
 
     def _run(self, progress: Callable[[int], None] | None) -> dict:
-        cfg = self.config
         period = self.overlay_config.period
         started = time.perf_counter()
         try:
-            if self.replay is None:
-                self._schedule_joins(cfg.nodes, 0.0, cfg.join_spread_rounds * period)
-            else:
-                self._schedule_trace()
-            for r in range(cfg.rounds):
-                self._apply_churn(r, r * period)
-                self._schedule_events(r * period, period)
+            self._schedule_start()
+            for r in range(self.config.rounds):
+                self._begin_round(r)
                 self._run_until((r + 1) * period)
                 self._measure_round(r)
                 if progress is not None:
@@ -122,8 +117,25 @@ class Simulation:
         finally:
             if self.writer is not None:
                 self.writer.close()
+        return self._timed(self._summary(), started)
+
+    def _schedule_start(self) -> None:
+        """The run's joins: all at the start, or as the trace says."""
+        if self.replay is None:
+            period = self.overlay_config.period
+            self._schedule_joins(self.config.nodes, 0.0, self.config.join_spread_rounds * period)
+        else:
+            self._schedule_trace()
+
+    def _begin_round(self, r: int) -> None:
+        """Churn steps and the events to publish in round r."""
+        period = self.overlay_config.period
+        self._apply_churn(r, r * period)
+        self._schedule_events(r * period, period)
+
+    def _timed(self, summary: dict, started: float) -> dict:
+        """The summary with the run's wall time since `started`."""
         wall = time.perf_counter() - started
-        summary = self._summary()
         summary["wall_seconds"] = round(wall, 3)
         summary["node_rounds_per_second"] = round(self.node_rounds / wall, 1) if wall else None
         return summary
@@ -176,6 +188,7 @@ class Simulation:
         """Carry out what node `origin` asked for: its messages into the
         network, its log records to the ledger and the log."""
         tap = self.tap
+        part = self.part
         rng = None
         for action in actions:
             if type(action) is Send:
@@ -188,7 +201,6 @@ class Simulation:
                 if delay is None:
                     self.stats["messages_lost"] += 1
                     continue
-                part = self.part
                 if part is not None and not part.owns(action.dest):
                     entry = self.queue.entry(
                         now + delay, MESSAGE, action.dest, action.message, origin
@@ -197,8 +209,8 @@ class Simulation:
                     continue
                 self.queue.push(now + delay, MESSAGE, action.dest, action.message, origin)
             elif type(action) is Log:
-                if self.part is not None:
-                    self.part.record(action.record)
+                if part is not None:
+                    part.record(action.record)
                     continue
                 self.ledger.feed(action.record)
                 if self.writer is not None:

@@ -169,13 +169,9 @@ class _Peers:
 
 
 def _run_rounds(sim: Simulation, part: Partition, peers: _Peers, on_round) -> None:
-    cfg = sim.config
     period = sim.overlay_config.period
-    windows = _windows(cfg)
-    if sim.replay is None:
-        sim._schedule_joins(cfg.nodes, 0.0, cfg.join_spread_rounds * period)
-    else:
-        sim._schedule_trace()
+    windows = _windows(sim.config)
+    sim._schedule_start()
     part.splits = _splits(sim, len(part.outbox))
     if sim.replay is not None:
         bind(sim.trace_subs.__getitem__)
@@ -183,9 +179,8 @@ def _run_rounds(sim: Simulation, part: Partition, peers: _Peers, on_round) -> No
         nodes = sim.nodes
         bind(lambda address: nodes[address].subscription)
     queue = sim.queue
-    for r in range(cfg.rounds):
-        sim._apply_churn(r, r * period)
-        sim._schedule_events(r * period, period)
+    for r in range(sim.config.rounds):
+        sim._begin_round(r)
         for k in range(windows):
             limit = period * (r + (k + 1) / windows)
             sim._run_until(limit)
@@ -303,8 +298,4 @@ def _coordinate(config: SimConfig, workers: int, conns: dict[int, Any], log_dir,
         moves += their_moves
         for k, v in stats.items():
             sim.stats[k] += v
-    wall = time.perf_counter() - started
-    summary = sim._summary(last_alive, moves)
-    summary["wall_seconds"] = round(wall, 3)
-    summary["node_rounds_per_second"] = round(sim.node_rounds / wall, 1) if wall else None
-    return summary
+    return sim._timed(sim._summary(last_alive, moves), started)
