@@ -9,33 +9,39 @@ the ring. Most messages go to ring neighbours, T-Man partners, friends and
 forest rows, which lie in the same arc (docs/results.md, "A parallel
 simulator": 14% of messages cross between two arcs).
 
-Time advances in windows no longer than the network's minimum latency, so
-a message sent in one window arrives in a later one: after each window the
-workers swap the messages bound for each other's nodes, with the queue
-entries their senders numbered (events.py), and no worker can be handed
-the past. The event order, the random streams and every node's inputs are
-therefore those of a one-process run. Worker 0 (this process) merges the
-log records of each round in that order, feeds the ledger and the log, and
+Time advances in windows no longer than 1/(LAG + 1) of the network's
+minimum latency, so a message sent in window k arrives in window k + LAG + 1
+or later. After each window a worker sends the others the messages bound
+for their nodes, as the queue entries their senders numbered (events.py),
+and before running window k + 1 it needs only theirs of window k - LAG: a
+worker may run LAG windows ahead, which absorbs most of the imbalance
+between them, and no worker is ever handed the past. The event order, the
+random streams and every node's inputs are therefore those of a
+one-process run. A round ends with every window in. Worker 0 (this
+process) merges the log records of each round in that order, feeds the
+ledger and the log (while it waits for the others, as far as it can), and
 takes the round's measurements from what every worker reports of its
-nodes.
+nodes. sim/channels.py carries the messages.
 """
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 import math
 import multiprocessing
 import signal
+import socket
 import time
 import traceback
 from bisect import bisect_right
-from collections.abc import Callable, Hashable, Sequence
+from collections import deque
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from itertools import islice
 from pathlib import Path
-from typing import Any
 
 from vinifera.gcpolicy import quiet_garbage_collector
 from vinifera.ring import RING_SIZE
+from vinifera.sim.channels import Peers, socket_pairs
 from vinifera.sim.config import SimConfig
 from vinifera.sim.driver import Simulation
 from vinifera.sim.transfer import bind, register
@@ -130,45 +136,22 @@ def _splits(sim: Simulation, workers: int) -> list[int]:
     return [ordered[len(ordered) * k // workers] for k in range(1, workers)]
 
 
+# Windows a worker may run ahead of the others' entries: a window is at
+# most 1/(LAG + 1) of the minimum latency long, so what is sent in window k
+# arrives in window k + LAG + 1 or later. With LAG = 0 every window would be
+# a barrier, and each worker would wait out every imbalance between them.
+LAG = 1
+
+
 def _windows(config: SimConfig) -> int:
-    """Windows per round: each at most the minimum latency long."""
+    """Windows per round: each at most 1/(LAG + 1) of the minimum latency."""
     latency = config.network.latency_min
     if latency <= 0:
         raise ValueError("running on several processes needs a minimum latency > 0")
-    return math.ceil(config.overlay.period / latency) + 1
+    return math.ceil((LAG + 1) * config.overlay.period / latency) + 1
 
 
-class _Peers:
-    """Pipes to the other workers; messages are (tag, payload)."""
-
-    def __init__(self, me: int, conns: dict[int, Any]) -> None:
-        self.me = me
-        self.conns = conns
-
-    def get(self, j: int):
-        tag, payload = self.conns[j].recv()
-        if tag == "error":
-            raise RuntimeError(f"worker {j} failed:\n{payload}")
-        return payload
-
-    def swap(self, outbox: list[list]) -> list:
-        """Send each worker what is bound for it; return what came back.
-        Pairs go in one global order (the lower worker sends first), so no
-        two workers ever wait on each other."""
-        incoming: list = []
-        for j in sorted(self.conns):
-            conn = self.conns[j]
-            if self.me < j:
-                conn.send(("entries", outbox[j]))
-                incoming.extend(self.get(j))
-            else:
-                incoming.extend(self.get(j))
-                conn.send(("entries", outbox[j]))
-            outbox[j] = []
-        return incoming
-
-
-def _run_rounds(sim: Simulation, part: Partition, peers: _Peers, on_round) -> None:
+def _run_rounds(sim: Simulation, part: Partition, peers: Peers, on_round) -> None:
     period = sim.overlay_config.period
     windows = _windows(sim.config)
     sim._schedule_start()
@@ -179,26 +162,76 @@ def _run_rounds(sim: Simulation, part: Partition, peers: _Peers, on_round) -> No
         nodes = sim.nodes
         bind(lambda address: nodes[address].subscription)
     queue = sim.queue
+
+    def take_in(entries: list, limit: float) -> None:
+        for entry in entries:
+            if entry[0] < limit:
+                raise RuntimeError("a message crossed into the past: windows too long")
+            queue.push_entry(entry)
+
     for r in range(sim.config.rounds):
         sim._begin_round(r)
         for k in range(windows):
             limit = period * (r + (k + 1) / windows)
             sim._run_until(limit)
-            for entry in peers.swap(part.outbox):
-                if entry[0] < limit:
-                    raise RuntimeError("a message crossed into the past: windows too long")
-                queue.push_entry(entry)
+            peers.send_window(part.outbox)
+            if k >= LAG:
+                take_in(peers.receive_window(), limit)  # the others' window k - LAG
+        for _ in range(min(LAG, windows)):  # a round ends with every window in
+            take_in(peers.receive_window(), limit)
         on_round(r)
 
 
-def _worker(
-    config: SimConfig, me: int, workers: int, conns: dict[int, Any], log_links: bool
-) -> None:
+class _Backlog:
+    """Log records worker 0 has merged but not yet fed to the ledger and
+    the log. They are fed a chunk at a time while it waits for the other
+    workers at the windows' exchanges, so that the others do not wait for
+    this work at every round's end; in the same order, so the ledger and
+    the log are those of one process."""
+
+    CHUNK = 64  # records per call: a fraction of a window's work
+    MAX_ROUNDS = 4  # older rounds are fed at once: the backlog's memory stays bounded
+
+    def __init__(self, sim: Simulation) -> None:
+        self.sim = sim
+        self.rounds: deque[Iterator[tuple]] = deque()
+
+    def add(self, streams: list[list]) -> None:
+        self.rounds.append(heapq.merge(*streams, key=lambda x: x[:2]))
+        while len(self.rounds) > self.MAX_ROUNDS:
+            self._feed(self.rounds.popleft())
+
+    def feed_some(self) -> bool:
+        """Feed up to CHUNK records; whether any are left."""
+        if not self.rounds:
+            return False
+        if self._feed(islice(self.rounds[0], self.CHUNK)) < self.CHUNK:
+            self.rounds.popleft()
+        return bool(self.rounds)
+
+    def drain(self) -> None:
+        while self.rounds:
+            self._feed(self.rounds.popleft())
+
+    def _feed(self, records: Iterable[tuple]) -> int:
+        ledger, writer = self.sim.ledger, self.sim.writer
+        n = 0
+        for _key, _idx, rec in records:
+            ledger.feed(rec)
+            if writer is not None:
+                writer.write(rec)
+            n += 1
+        return n
+
+
+def _worker(config: SimConfig, me: int, workers: int, ends: dict[tuple[int, int], socket.socket],
+            log_links: bool) -> None:  # fmt: skip
     """A worker process other than 0: its rounds, then its counts.
     `log_links`: its nodes log link changes as worker 0's do (a run with a
     log writes them)."""
+    socks = _keep_own(ends, me)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is worker 0's to handle
-    peers = _Peers(me, conns)
+    peers = Peers(me, socks)
     try:
         sim = Simulation(config)
         if log_links:
@@ -206,17 +239,26 @@ def _worker(
         part = sim.part = Partition(me, workers)
 
         def report(r: int) -> None:
-            conns[0].send(("round", (part.records, _reports(sim, part))))
+            peers.put(0, "round", (part.records, _reports(sim, part)))
             part.records = []
 
         with quiet_garbage_collector():
             _run_rounds(sim, part, peers, report)
-        conns[0].send(("end", (sim.stats, sim.moves())))
+        peers.put(0, "end", (sim.stats, sim.moves()))
+        peers.finish()
     except BaseException:
-        for conn in conns.values():
-            with contextlib.suppress(OSError):
-                conn.send(("error", traceback.format_exc()))
+        peers.fail(traceback.format_exc())
         raise
+
+
+def _keep_own(ends: dict[tuple[int, int], socket.socket], me: int) -> dict[int, socket.socket]:
+    """Close the other workers' ends in this process, so that a worker
+    that dies without a word is seen to (its peers read the end of its
+    sockets); this worker's sockets, by the worker at the other end."""
+    for (i, _j), sock in ends.items():
+        if i != me:
+            sock.close()
+    return {j: sock for (i, j), sock in ends.items() if i == me}
 
 
 def run_parallel(
@@ -233,20 +275,15 @@ def run_parallel(
     _windows(config)  # refuse before starting anything
     register()  # before the fork: every worker pickles the protocol's classes
     ctx = multiprocessing.get_context("fork")
-    ends: dict[tuple[int, int], Any] = {}
-    for i in range(workers):
-        for j in range(i + 1, workers):
-            ends[(i, j)], ends[(j, i)] = ctx.Pipe()
+    ends = socket_pairs(workers)
     children = []
     for w in range(1, workers):
-        conns = {j: ends[(w, j)] for j in range(workers) if j != w}
-        args = (config, w, workers, conns, log_dir is not None)
+        args = (config, w, workers, ends, log_dir is not None)
         proc = ctx.Process(target=_worker, args=args, daemon=True)
         proc.start()
         children.append(proc)
     try:
-        return _coordinate(config, workers, {j: ends[(0, j)] for j in range(1, workers)},
-                           log_dir, progress)  # fmt: skip
+        return _coordinate(config, workers, _keep_own(ends, 0), log_dir, progress)
     finally:
         for proc in children:
             proc.join(timeout=5)
@@ -254,26 +291,25 @@ def run_parallel(
                 proc.kill()
 
 
-def _coordinate(config: SimConfig, workers: int, conns: dict[int, Any], log_dir,
+def _coordinate(config: SimConfig, workers: int, socks: dict[int, socket.socket], log_dir,
                 progress: Callable[[int], None] | None) -> dict:  # fmt: skip
     """Worker 0: its share of the nodes, and everything done once."""
     sim = Simulation(config, log_dir=log_dir)
     part = sim.part = Partition(0, workers)
-    peers = _Peers(0, conns)
+    peers = Peers(0, socks)
+    backlog = _Backlog(sim)
+    peers.idle = backlog.feed_some
     started = time.perf_counter()
 
     def merge_round(r: int) -> None:
         streams = [part.records]
         reports = {row[0]: row for row in _reports(sim, part)}
-        for j in sorted(conns):
+        for j in sorted(socks):
             records, rows = peers.get(j)
             streams.append(records)
             reports.update((row[0], row) for row in rows)
         part.records = []
-        for _key, _idx, rec in heapq.merge(*streams, key=lambda x: x[:2]):
-            sim.ledger.feed(rec)
-            if sim.writer is not None:
-                sim.writer.write(rec)
+        backlog.add(streams)
         alive = []
         for address, node in sim.alive.items():  # in join order, as one process
             _, ident, primary, succ, pred, friends, addresses = reports[address]
@@ -290,10 +326,11 @@ def _coordinate(config: SimConfig, workers: int, conns: dict[int, Any], log_dir,
         with quiet_garbage_collector():
             _run_rounds(sim, part, peers, merge_round)
     finally:
+        backlog.drain()  # what was run reaches the log, on Ctrl-C too
         if sim.writer is not None:
             sim.writer.close()
     moves = sim.moves()
-    for j in sorted(conns):
+    for j in sorted(socks):
         stats, their_moves = peers.get(j)
         moves += their_moves
         for k, v in stats.items():

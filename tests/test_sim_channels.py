@@ -1,0 +1,108 @@
+"""The channels between a parallel simulation's workers (sim/channels.py),
+with real socket pairs and forked processes."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+
+import pytest
+
+from vinifera.sim.channels import Peers, socket_pairs
+
+CTX = multiprocessing.get_context("fork")
+BIG = 4 << 20  # far more than a socket's buffer
+
+
+@pytest.fixture(autouse=True)
+def deadline():
+    """A deadlock fails the test instead of hanging the suite."""
+
+    def expire(*_):
+        raise TimeoutError("the workers blocked each other")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(30)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def _start(target, ends, *args):
+    """Run target(peers of worker 1, *args) in a child; the parent keeps
+    worker 0's end only, as run_parallel does."""
+    proc = CTX.Process(target=_child, args=(target, ends, *args), daemon=True)
+    proc.start()
+    ends[(1, 0)].close()
+    return proc, Peers(0, {1: ends[(0, 1)]})
+
+
+def _child(target, ends, *args):
+    ends[(0, 1)].close()
+    target(Peers(1, {0: ends[(1, 0)]}), *args)
+    os._exit(0)
+
+
+def _send_big_then_read(peers: Peers, expected: bytes) -> None:
+    peers.put(0, "entries", [b"w1" * (BIG // 2)])
+    if peers.get(0) != [expected]:
+        os._exit(3)
+    peers.finish()
+
+
+def test_two_workers_that_both_send_ahead_of_reading_do_not_block_each_other():
+    ends = socket_pairs(2)
+    proc, peers = _start(_send_big_then_read, ends, b"w0" * (BIG // 2))
+    peers.put(1, "entries", [b"w0" * (BIG // 2)])  # before reading anything
+    assert peers.get(1) == [b"w1" * (BIG // 2)]
+    peers.finish()
+    proc.join(timeout=60)
+    assert proc.exitcode == 0
+
+
+def _echo_windows(peers: Peers, count: int) -> None:
+    for _ in range(count):
+        peers.send_window([[tuple(x + 1 for x in e) for e in peers.get(0)]])
+    peers.finish()
+
+
+def test_windows_arrive_whole_and_in_order_and_idle_work_runs_while_waiting():
+    ends = socket_pairs(2)
+    proc, peers = _start(_echo_windows, ends, 50)
+    idle_calls = []
+
+    def idle() -> bool:
+        idle_calls.append(1)
+        return len(idle_calls) < 3  # some work, then nothing left
+
+    peers.idle = idle
+    for k in range(50):
+        outbox = [[], [(k, i) for i in range(k)]]
+        peers.send_window(outbox)
+        assert outbox == [[], []]  # sent entries leave the outbox
+        assert peers.receive_window() == [(k + 1, i + 1) for i in range(k)]
+    proc.join(timeout=60)
+    assert proc.exitcode == 0
+    assert idle_calls
+
+
+def _fail(peers: Peers) -> None:
+    peers.fail("Traceback: something broke")
+
+
+def _vanish(peers: Peers) -> None:
+    os._exit(9)  # as if killed: no word
+
+
+@pytest.mark.parametrize(("target", "message"), [
+    (_fail, "worker 1 failed:\nTraceback: something broke"),
+    (_vanish, "worker 1 ended without a word"),
+])  # fmt: skip
+def test_a_worker_that_stops_is_reported_not_waited_for(target, message):
+    ends = socket_pairs(2)
+    proc, peers = _start(target, ends)
+    with pytest.raises(RuntimeError) as raised:
+        peers.get(1)
+    assert str(raised.value) == message
+    proc.join(timeout=60)
