@@ -13,6 +13,7 @@ from vinifera.sim.channels import Peers, socket_pairs
 
 CTX = multiprocessing.get_context("fork")
 BIG = 4 << 20  # far more than a socket's buffer
+CHILDREN: list = []
 
 
 @pytest.fixture(autouse=True)
@@ -27,6 +28,8 @@ def deadline():
     yield
     signal.alarm(0)
     signal.signal(signal.SIGALRM, previous)
+    while CHILDREN:  # none left blocked behind a failed test
+        CHILDREN.pop().kill()
 
 
 def _start(target, ends, *args):
@@ -34,6 +37,7 @@ def _start(target, ends, *args):
     worker 0's end only, as run_parallel does."""
     proc = CTX.Process(target=_child, args=(target, ends, *args), daemon=True)
     proc.start()
+    CHILDREN.append(proc)
     ends[(1, 0)].close()
     return proc, Peers(0, {1: ends[(0, 1)]})
 
