@@ -131,9 +131,9 @@ def shortest_paths(sim: Simulation, publishers: dict[int, str]) -> dict:
     """Measured path vs shortest-path distance on the delivered pairs."""
     by_name = {str(addr): addr for addr in range(len(sim.nodes))}
     pairs, measured = [], []
-    for (eid, name), deliveries in sim.ledger.delivered.items():
+    for (eid, name), (_t, hops) in sim.ledger.delivered.items():
         pairs.append((by_name[publishers[eid]], by_name[name]))
-        measured.append(deliveries[0][1])  # first delivery, as path_length
+        measured.append(hops)  # first delivery, as path_length
     links = link_graph(sim)
     sendable = with_crt_rows(sim, links)
     graphs = {"links": links, "links+crt": sendable, "undirected": undirected(links)}
@@ -219,8 +219,8 @@ def main() -> None:
     ledger = sim.ledger
     by_name = {str(addr): addr for addr in range(len(sim.nodes))}
     up = down = total = n = untraced = 0
-    for (eid, name), deliveries in ledger.delivered.items():
-        node, hops = by_name[name], deliveries[0][1]
+    for (eid, name), (_t, hops) in ledger.delivered.items():
+        node = by_name[name]
         u = d = 0
         cur, h = node, hops
         while h > 0:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import defaultdict
+from collections.abc import Iterator
 
 from vinifera.schema import Schema
 from vinifera.subscription import Event, Subscription
@@ -44,7 +45,12 @@ class Ledger:
         self.lives: dict[str, list[list[float]]] = defaultdict(list)  # node -> [[join, death]]
         self.subs: dict[str, list[tuple[float, Subscription | None]]] = defaultdict(list)
         self.events: dict[int, tuple[float, Event]] = {}
-        self.delivered: dict[tuple[int, str], list[tuple[float, int]]] = defaultdict(list)
+        # (eid, node) -> (time, hops) of the first delivery; later ones, which
+        # should not happen, apart. Tuples, not a list per pair: the month-long
+        # replay delivers 7.5 million pairs, and every list would be one more
+        # object for each garbage collection to walk (gcpolicy.RetiredNodes).
+        self.delivered: dict[tuple[int, str], tuple[float, int]] = {}
+        self.repeats: dict[tuple[int, str], list[tuple[float, int]]] = defaultdict(list)
         self.received = 0
         self.received_uninterested = 0
         self.forwarded: dict[str, set] = defaultdict(set)
@@ -78,7 +84,11 @@ class Ledger:
                     self.forwarded[node].add(rec["eid"])
         elif ev == "deliver":
             if rec["eid"] in self.events:
-                self.delivered[(rec["eid"], node)].append((t, rec["hops"]))
+                pair = (rec["eid"], node)
+                if pair in self.delivered:
+                    self.repeats[pair].append((t, rec["hops"]))
+                else:
+                    self.delivered[pair] = (t, rec["hops"])
         elif ev == "publish":
             if self.window_start <= t < self.window_end:
                 self.events[rec["eid"]] = (t, Event.from_plain(self.schema, rec["values"]))
@@ -93,6 +103,13 @@ class Ledger:
                 lives[-1][1] = t
 
     # ----------------------------------------------------------------- queries
+
+    def deliveries(self) -> Iterator[tuple[tuple[int, str], list[tuple[float, int]]]]:
+        """Every delivered (eid, node) pair with all its (time, hops), the
+        first first."""
+        repeats = self.repeats
+        for pair, first in self.delivered.items():
+            yield pair, [first, *repeats.get(pair, ())]
 
     def summary(self) -> dict:
         expected = delivered = hops_total = 0
@@ -142,11 +159,11 @@ class Ledger:
                             continue
                         expected += 1
                         got = delivered_at.get((eids[i], node))
-                        if got and got[0][0] <= times[i] + deadline:
+                        if got is not None and got[0] <= times[i] + deadline:
                             delivered += 1
-                            hops_total += got[0][1]
+                            hops_total += got[1]
         false_positives = duplicates = 0
-        for (eid, node), deliveries in self.delivered.items():
+        for (eid, node), deliveries in self.deliveries():
             duplicates += len(deliveries) - 1
             values = self.events[eid][1].values
             history = self.subs.get(node, [])
