@@ -39,12 +39,12 @@ def _start(target, ends, *args):
     proc.start()
     CHILDREN.append(proc)
     ends[(1, 0)].close()
-    return proc, Peers(0, {1: ends[(0, 1)]})
+    return proc, Peers({1: ends[(0, 1)]})
 
 
 def _child(target, ends, *args):
     ends[(0, 1)].close()
-    target(Peers(1, {0: ends[(1, 0)]}), *args)
+    target(Peers({0: ends[(1, 0)]}), *args)
     os._exit(0)
 
 

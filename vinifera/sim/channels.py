@@ -85,8 +85,7 @@ class Peers:
     """Channels to the other workers. `idle`, if set, is called while a
     worker has not answered yet, until it says it has nothing left to do."""
 
-    def __init__(self, me: int, socks: dict[int, socket.socket]) -> None:
-        self.me = me
+    def __init__(self, socks: dict[int, socket.socket]) -> None:
         self.channels = {j: _Channel(s) for j, s in socks.items()}
         self.idle: Callable[[], bool] | None = None
 

@@ -212,9 +212,7 @@ class Simulation:
                 if part is not None:
                     part.record(action.record)
                     continue
-                self.ledger.feed(action.record)
-                if self.writer is not None:
-                    self.writer.write(action.record)
+                self.keep(action.record)
 
     def _net_rng(self, origin: int) -> random.Random:
         """The network's random stream for messages sent by `origin`, made
@@ -304,6 +302,11 @@ class Simulation:
         if self.part is not None:
             self.part.record(rec)
             return
+        self.keep(rec)
+
+    def keep(self, rec: dict) -> None:
+        """A log record into the ledger and the log (sim/parallel.py's
+        worker 0 keeps the merged records of every worker through it)."""
         self.ledger.feed(rec)
         if self.writer is not None:
             self.writer.write(rec)

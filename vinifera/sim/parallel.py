@@ -214,12 +214,10 @@ class _Backlog:
             self._feed(self.rounds.popleft())
 
     def _feed(self, records: Iterable[tuple]) -> int:
-        ledger, writer = self.sim.ledger, self.sim.writer
+        keep = self.sim.keep
         n = 0
         for _key, _idx, rec in records:
-            ledger.feed(rec)
-            if writer is not None:
-                writer.write(rec)
+            keep(rec)
             n += 1
         return n
 
@@ -231,7 +229,7 @@ def _worker(config: SimConfig, me: int, workers: int, ends: dict[tuple[int, int]
     log writes them)."""
     socks = _keep_own(ends, me)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is worker 0's to handle
-    peers = Peers(me, socks)
+    peers = Peers(socks)
     try:
         sim = Simulation(config)
         if log_links:
@@ -296,7 +294,7 @@ def _coordinate(config: SimConfig, workers: int, socks: dict[int, socket.socket]
     """Worker 0: its share of the nodes, and everything done once."""
     sim = Simulation(config, log_dir=log_dir)
     part = sim.part = Partition(0, workers)
-    peers = Peers(0, socks)
+    peers = Peers(socks)
     backlog = _Backlog(sim)
     peers.idle = backlog.feed_some
     started = time.perf_counter()
