@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from vinifera.protocol.profile import Entry, Profile
 from vinifera.protocol.tman import (
     PrimaryAttribute,
+    RingIndex,
     draw_small_world_fractions,
     friend_utility,
     overlap_counts,
@@ -19,7 +20,7 @@ from vinifera.protocol.tman import (
     select_small_world,
     small_world_targets,
 )
-from vinifera.ring import RING_SIZE
+from vinifera.ring import RING_SIZE, ring_distance
 from vinifera.schema import Schema
 from vinifera.subscription import Subscription
 
@@ -153,3 +154,23 @@ def test_rank_targets_of_a_sorted_sample_are_the_members_at_each_rank(me, sample
     m = len(dists)
     want = [(me + dists[min(m - 1, int(m**f) - 1)]) % RING_SIZE for f in fractions] if m else []
     assert rank_targets_sorted(me, sorted(sample), fractions) == want
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 15), st.booleans()), max_size=20),
+    st.integers(0, 15),
+    st.integers(0, 8),
+)
+def test_nearest_are_the_k_smallest_distance_index_pairs(cands, target, k):
+    """RingIndex.nearest against its definition: the k smallest (ring
+    distance, index) pairs of the valid candidates. Identifiers from a small
+    space spread over the ring (so duplicates, exact half-ring ties and
+    the target itself occur, on both sides of zero)."""
+    scale = RING_SIZE // 16
+    idents = [(x * scale + scale // 2) % RING_SIZE for x, _ in cands]
+    ok = [v for _, v in cands]
+    t = target * scale + scale // 2
+    ring = RingIndex([e(i, x) for i, x in enumerate(idents)])
+    want = sorted((ring_distance(t, x), i) for i, x in enumerate(idents) if ok[i])[:k]
+    assert ring.nearest(t, k, ok.__getitem__) == want

@@ -281,26 +281,35 @@ class RingIndex:
     def nearest(self, target: int, k: int, valid) -> list[tuple[int, int]]:
         """The k valid candidates nearest `target` either way round, as
         (distance, index) in that order (ties: lower index first).
-        `valid(index)` says which candidates count."""
-        n = len(self.order)
+        `valid(index)` says which candidates count. Walks out from `target`
+        both ways at once, the nearer side first, so it stops after the
+        k-th (and its ties): O(k) steps, no distance taken modulo the ring."""
         order, idents = self.order, self.idents
-        half = RING_SIZE >> 1
-        start = bisect_left(idents, target)
-        found: dict[int, int] = {}
-        for step in (1, -1):
-            j = start if step == 1 else start - 1
-            taken, last = 0, -1
-            for _ in range(n):
-                x = idents[j % n]
-                d = ((x - target) if step == 1 else (target - x)) % RING_SIZE
-                if d > half or (taken >= k and d > last):
-                    break  # nearer the other way, or past k (ties all kept)
-                i = order[j % n]
-                if valid(i):
-                    found[i] = d
-                    taken, last = taken + 1, d
-                j += step
-        return sorted((d, i) for i, d in found.items())[:k]
+        n = len(order)
+        if k <= 0 or not n:
+            return []
+        cw = bisect_left(idents, target)  # next position clockwise (n and on: wrapped)
+        ccw = cw - 1  # next position counter-clockwise (-1 and down: wrapped)
+        found: list[tuple[int, int]] = []
+        bound = 0  # the k-th found's distance
+        for _ in range(n):
+            d_cw = idents[cw] - target if cw < n else idents[cw - n] + RING_SIZE - target
+            d_ccw = target - idents[ccw] if ccw >= 0 else target + RING_SIZE - idents[ccw + n]
+            if d_cw <= d_ccw:
+                d, j = d_cw, cw
+                cw += 1
+            else:
+                d, j = d_ccw, ccw
+                ccw -= 1
+            if len(found) >= k and d > bound:
+                break  # everything further is further than the k found
+            i = order[j % n]
+            if valid(i):
+                found.append((d, i))
+                if len(found) == k:
+                    bound = d
+        found.sort()
+        return found[:k]
 
 
 class PrimaryAttribute:
