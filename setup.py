@@ -35,6 +35,7 @@ COMPILED = [
     "vinifera/protocol/routing.py",
     "vinifera/protocol/selection.py",
     "vinifera/protocol/tman.py",
+    "vinifera/protocol/vetting.py",
     "vinifera/protocol/content/balancing.py",
     "vinifera/protocol/content/crt.py",
     "vinifera/protocol/content/filters.py",
