@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from vinifera.protocol.profile import Entry, Profile
 from vinifera.protocol.tman import (
+    FriendScores,
     PrimaryAttribute,
     RingIndex,
     draw_small_world_fractions,
@@ -77,6 +78,39 @@ def test_friend_ties_break_by_identifier_distance():
     cands = [e(1, 900, same), e(2, 90, same), e(3, 5000, same)]
     chosen = select_friends(100, mine, "a0", cands, 2, taken=set())
     assert [c.profile.address for c in chosen] == [2, 1]
+
+
+def test_friend_scores_kept_between_calls_give_the_same_choice():
+    """Scores are kept per address while the profile object is the same:
+    a candidate whose profile changed, or a change of our identifier,
+    subscription or primary attribute, must not be answered from the memo."""
+    rng = random.Random(3)
+    memo = FriendScores()
+
+    def rand_sub():
+        if rng.random() < 0.1:
+            return None
+        lo, lo1 = rng.uniform(0, 900), rng.uniform(0, 900)
+        return sub(a0=(lo, lo + rng.uniform(10, 100)), a1=(lo1, lo1 + 50.0))
+
+    cands = [e(a, rng.randrange(RING_SIZE), rand_sub()) for a in range(30)]
+    mine, me, primary = rand_sub() or sub(a0=(100.0, 200.0)), 12345, "a0"
+    for step in range(200):
+        roll = rng.random()
+        if roll < 0.5:  # a candidate changes profile (moved, or resubscribed)
+            i = rng.randrange(len(cands))
+            old = cands[i].profile
+            cands[i] = e(old.address, rng.randrange(RING_SIZE), rand_sub())
+        elif roll < 0.6:
+            mine = rand_sub() or mine
+        elif roll < 0.7:
+            me = rng.randrange(RING_SIZE)
+        elif roll < 0.8:
+            primary = "a1" if primary == "a0" else "a0"
+        rng.shuffle(cands)
+        taken = {rng.randrange(40)}
+        want = select_friends(me, mine, primary, cands, 4, taken)
+        assert select_friends(me, mine, primary, cands, 4, taken, memo) == want, step
 
 
 def test_friend_utility_uses_primary_and_full_domain_when_unconstrained():

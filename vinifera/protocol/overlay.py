@@ -35,6 +35,7 @@ from vinifera.protocol.selection import (
     tman_buffer,
 )
 from vinifera.protocol.tman import (
+    FriendScores,
     Links,
     PrimaryAttribute,
     RingIndex,
@@ -72,6 +73,7 @@ class Overlay:
         self.ring_backups: list[Entry] = []  # next successors/predecessors
         self.primary = PrimaryAttribute(config.primary_margin, config.primary_patience)
         self.primary.reset(profile.subscription)
+        self.friend_scores = FriendScores()
         n_offsets = config.small_world + (config.friends if config.lend_unused_friend_slots else 0)
         self.sw_fractions = draw_small_world_fractions(n_offsets, rng)
         # Bumped when a link's identifier changes in place (it moved): what
@@ -348,6 +350,7 @@ class Overlay:
             self.id_sample.sorted,
             self.sw_fractions,
             self.links.small_world,
+            self.friend_scores,
         )
 
     def _tman_buffer(self, now: float, target: Profile) -> tuple:

@@ -13,6 +13,7 @@ from vinifera.protocol.config import OverlayConfig
 from vinifera.protocol.profile import Entry, Profile, to_wire_entries
 from vinifera.protocol.records import hex_id, node_name, record
 from vinifera.protocol.tman import (
+    FriendScores,
     Links,
     RingIndex,
     rank_targets_sorted,
@@ -53,11 +54,13 @@ def select_links(
     sorted_sample: Sequence[int],
     sw_fractions: Sequence[float],
     held_small_world: Sequence[Hashable],
+    friend_scores: FriendScores | None = None,
 ) -> tuple[Links, list[Entry]]:
     """The routing links chosen from `cands` (`ring`: the same, by
     identifier), and the ring backups. `sorted_sample`: identifiers seen in
     Cyclon shuffles, sorted (a uniform sample of the population);
-    `held_small_world`: the small-world links held now (kept while fit)."""
+    `held_small_world`: the small-world links held now (kept while fit);
+    `friend_scores`: the friend scores kept from the last selection."""
     succs, preds = ring_neighbourhood(me.ident, cands, cfg.ring_backups + 1, ring)
     succ = succs[0] if succs else None
     pred = preds[0] if preds else None
@@ -66,7 +69,9 @@ def select_links(
         taken.add(succ.profile.address)
     if pred is not None:
         taken.add(pred.profile.address)
-    friends = select_friends(me.ident, me.subscription, primary, cands, cfg.friends, taken)
+    friends = select_friends(
+        me.ident, me.subscription, primary, cands, cfg.friends, taken, friend_scores
+    )
     for e in friends:
         taken.add(e.profile.address)
     n_sw = cfg.small_world

@@ -13,7 +13,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Hashable, Iterable, Sequence
 from typing import NamedTuple
 
-from vinifera.protocol.profile import Entry
+from vinifera.protocol.profile import Entry, Profile
 from vinifera.ranges import interval_overlap_utility
 from vinifera.ring import RING_BITS, RING_MAX, RING_SIZE, ring_distance
 from vinifera.subscription import Subscription
@@ -123,6 +123,39 @@ def overlap_counts(mine: Subscription | None, candidates: Iterable[Entry]) -> di
     return counts
 
 
+class FriendScores:
+    """select_friends' score of each candidate, kept from one reselection to
+    the next: a score depends only on the candidate's profile and on ours,
+    and most candidates are the same profile objects period after period.
+    Keyed by address, valid while the profile object is the same; emptied
+    when our identifier, subscription or primary attribute changes."""
+
+    __slots__ = ("ident", "mine", "primary", "by_address")
+
+    def __init__(self) -> None:
+        self.ident = -1
+        self.mine: Subscription | None = None
+        self.primary: str | None = None
+        # address -> (the profile scored, its score or None: never a friend)
+        self.by_address: dict[Hashable, tuple] = {}
+
+
+def friend_score(
+    my_ident: int, a_lo: int, a_hi: int, p: Profile, primary: str
+) -> tuple[float, int, int] | None:
+    """The sort key of a friend candidate, lowest best: (-utility, ring
+    distance, identifier); None when it is no friend (utility 0)."""
+    sub = p.subscription
+    if sub is None:
+        return None
+    b_lo, b_hi = sub.key_ranges.get(primary, FULL_RANGE)
+    if b_hi < a_lo or b_lo > a_hi:
+        return None  # disjoint: utility 0, never a friend
+    u = interval_overlap_utility(a_lo, a_hi, b_lo, b_hi)
+    d = (p.ident - my_ident) % RING_SIZE
+    return (-u, d if d <= RING_SIZE >> 1 else RING_SIZE - d, p.ident)
+
+
 def select_friends(
     my_ident: int,
     mine: Subscription | None,
@@ -130,29 +163,40 @@ def select_friends(
     candidates: Sequence[Entry],
     k: int,
     taken: set,
+    memo: FriendScores | None = None,
 ) -> list[Entry]:
     """The k candidates of highest utility > 0 on the primary attribute; ties
-    go to the closer identifier, then the lower identifier (deterministic)."""
+    go to the closer identifier, then the lower identifier (deterministic).
+    `memo`: scores kept from the previous call (the result is the same)."""
     if k <= 0 or mine is None or primary is None:
         return []
     a_lo, a_hi = mine.key_ranges.get(primary, FULL_RANGE)
+    if memo is None:
+        memo = FriendScores()
+    elif memo.ident != my_ident or memo.mine is not mine or memo.primary != primary:
+        memo.by_address = {}
+    memo.ident, memo.mine, memo.primary = my_ident, mine, primary
+    known = memo.by_address
+    if len(known) > 4 * len(candidates) + 64:
+        known.clear()  # bounded: addresses no longer among the candidates go
     scored = []
-    half = RING_SIZE >> 1
     for i, e in enumerate(candidates):
         p = e.profile
-        sub = p.subscription
-        if sub is None or p.address in taken:
+        addr = p.address
+        if addr in taken:
             continue
-        b_lo, b_hi = sub.key_ranges.get(primary, FULL_RANGE)
-        if b_hi < a_lo or b_lo > a_hi:
-            continue  # disjoint: utility 0, never a friend
-        u = interval_overlap_utility(a_lo, a_hi, b_lo, b_hi)
-        d = (p.ident - my_ident) % RING_SIZE
-        # the index breaks remaining ties as the list order did, and keeps
-        # the sort from ever comparing entries
-        scored.append((-u, d if d <= half else RING_SIZE - d, p.ident, i))
+        held = known.get(addr)
+        if held is not None and held[0] is p:
+            score = held[1]
+        else:
+            score = friend_score(my_ident, a_lo, a_hi, p, primary)
+            known[addr] = (p, score)
+        if score is not None:
+            # the index breaks remaining ties as the list order did, and
+            # keeps the sort from ever comparing entries
+            scored.append((score, i))
     scored.sort()
-    return [candidates[s[3]] for s in scored[:k]]
+    return [candidates[s[1]] for s in scored[:k]]
 
 
 def draw_small_world_fractions(n: int, rng: random.Random) -> list[float]:
