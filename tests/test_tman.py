@@ -208,3 +208,24 @@ def test_nearest_are_the_k_smallest_distance_index_pairs(cands, target, k):
     ring = RingIndex([e(i, x) for i, x in enumerate(idents)])
     want = sorted((ring_distance(t, x), i) for i, x in enumerate(idents) if ok[i])[:k]
     assert ring.nearest(t, k, ok.__getitem__) == want
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 15), st.booleans()), max_size=20),
+    st.integers(0, 15),
+)
+def test_closest_is_the_smallest_distance_index_pair(cands, target):
+    """RingIndex.closest against its definition: the unused candidate of
+    smallest (ring distance, index), with duplicates and half-ring ties."""
+    scale = RING_SIZE // 16
+    idents = [(x * scale + scale // 2) % RING_SIZE for x, _ in cands]
+    used = {i for i, (_, u) in enumerate(cands) if u}
+    t = target * scale + scale // 2
+    ring = RingIndex([e(i, x) for i, x in enumerate(idents)])
+    pairs = sorted((ring_distance(t, x), i) for i, x in enumerate(idents) if i not in used)
+    got, d = ring.closest(t, used)
+    if not pairs:
+        assert (got, d) == (None, RING_SIZE)
+    else:
+        assert (got.profile.address, d) == (pairs[0][1], pairs[0][0])

@@ -299,27 +299,27 @@ class RingIndex:
 
     def closest(self, target: int, used: set) -> tuple[Entry | None, int]:
         """The unused candidate nearest `target` either way round (ties: the
-        lowest candidate index) and its distance."""
-        n = len(self.order)
-        if not n:
-            return None, RING_SIZE
-        cands, order, idents = self.candidates, self.order, self.idents
-        start = bisect_left(idents, target)
+        lowest candidate index) and its distance. Walks out both ways at
+        once, the nearer side first (as `nearest`), until past the best."""
+        order, idents, cands = self.order, self.idents, self.candidates
+        n = len(order)
+        cw = bisect_left(idents, target)
+        ccw = cw - 1
         best_i, best_d = -1, RING_SIZE
-        # walk clockwise and counter-clockwise until an unused one on each
-        # side is found and nothing nearer can follow
-        for step in (1, -1):
-            j = start if step == 1 else start - 1
-            for _ in range(n):
-                i = order[j % n]
-                d = ring_distance(target, idents[j % n])
-                if d > best_d:
-                    break
-                if cands[i].profile.address not in used and (
-                    d < best_d or (d == best_d and i < best_i)
-                ):
-                    best_i, best_d = i, d  # go on: an equal distance may follow
-                j += step
+        for _ in range(n):
+            d_cw = idents[cw] - target if cw < n else idents[cw - n] + RING_SIZE - target
+            d_ccw = target - idents[ccw] if ccw >= 0 else target + RING_SIZE - idents[ccw + n]
+            if d_cw <= d_ccw:
+                d, j = d_cw, cw
+                cw += 1
+            else:
+                d, j = d_ccw, ccw
+                ccw -= 1
+            if d > best_d:
+                break  # distances only grow from here
+            i = order[j % n]
+            if cands[i].profile.address not in used and (d < best_d or i < best_i):
+                best_i, best_d = i, d  # go on: an equal distance may follow
         return (cands[best_i], best_d) if best_i >= 0 else (None, RING_SIZE)
 
     def nearest(self, target: int, k: int, valid) -> list[tuple[int, int]]:
