@@ -128,7 +128,8 @@ class FriendScores:
     the next: a score depends only on the candidate's profile and on ours,
     and most candidates are the same profile objects period after period.
     Keyed by address, valid while the profile object is the same; emptied
-    when our identifier, subscription or primary attribute changes."""
+    when our identifier, subscription or primary attribute changes, and
+    holding only the last call's candidates."""
 
     __slots__ = ("ident", "mine", "primary", "by_address")
 
@@ -177,8 +178,8 @@ def select_friends(
         memo.by_address = {}
     memo.ident, memo.mine, memo.primary = my_ident, mine, primary
     known = memo.by_address
-    if len(known) > 4 * len(candidates) + 64:
-        known.clear()  # bounded: addresses no longer among the candidates go
+    # only this call's candidates are kept: memory stays that of the pool
+    kept: dict[Hashable, tuple] = {}
     scored = []
     for i, e in enumerate(candidates):
         p = e.profile
@@ -186,15 +187,15 @@ def select_friends(
         if addr in taken:
             continue
         held = known.get(addr)
-        if held is not None and held[0] is p:
-            score = held[1]
-        else:
-            score = friend_score(my_ident, a_lo, a_hi, p, primary)
-            known[addr] = (p, score)
+        if held is None or held[0] is not p:
+            held = (p, friend_score(my_ident, a_lo, a_hi, p, primary))
+        kept[addr] = held
+        score = held[1]
         if score is not None:
             # the index breaks remaining ties as the list order did, and
             # keeps the sort from ever comparing entries
             scored.append((score, i))
+    memo.by_address = kept
     scored.sort()
     return [candidates[s[1]] for s in scored[:k]]
 
