@@ -113,6 +113,33 @@ def test_friend_scores_kept_between_calls_give_the_same_choice():
         assert select_friends(me, mine, primary, cands, 4, taken, memo) == want, step
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 7),  # a few identifiers, so distances tie
+            st.sampled_from([None, (100.0, 200.0), (150.0, 160.0), (0.0, 1000.0), (500.0, 600.0)]),
+        ),
+        max_size=25,
+    ),
+    st.integers(0, 6),
+    st.integers(0, 7),
+)
+def test_friends_are_the_k_best_scores_in_list_order_on_ties(spec, k, me):
+    """select_friends against its definition: the candidates of utility > 0
+    sorted by (-utility, ring distance, identifier), ties in list order,
+    the first k."""
+    mine = sub(a0=(120.0, 180.0))
+    cands = [e(a, ident, sub(a0=r) if r else None) for a, (ident, r) in enumerate(spec)]
+    keyed = []
+    for i, c in enumerate(cands):
+        u = friend_utility(mine, c.profile.subscription, "a0") if c.profile.subscription else 0
+        if u > 0:
+            keyed.append(((-u, ring_distance(me, c.profile.ident), c.profile.ident), i))
+    want = [cands[i] for _, i in sorted(keyed)[:k]]
+    assert select_friends(me, mine, "a0", cands, k, taken=set()) == want
+
+
 def test_friend_utility_uses_primary_and_full_domain_when_unconstrained():
     mine = sub(a0=(0.0, 100.0), a1=(0.0, 100.0))
     other = sub(a1=(0.0, 100.0))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import random
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Hashable, Iterable, Sequence
 from typing import NamedTuple
 
@@ -180,7 +180,7 @@ def select_friends(
     known = memo.by_address
     # only this call's candidates are kept: memory stays that of the pool
     kept: dict[Hashable, tuple] = {}
-    scored = []
+    best: list[tuple] = []  # the k best (score, index) so far, sorted
     for i, e in enumerate(candidates):
         p = e.profile
         addr = p.address
@@ -191,13 +191,15 @@ def select_friends(
             held = (p, friend_score(my_ident, a_lo, a_hi, p, primary))
         kept[addr] = held
         score = held[1]
-        if score is not None:
-            # the index breaks remaining ties as the list order did, and
-            # keeps the sort from ever comparing entries
-            scored.append((score, i))
+        if score is not None and (len(best) < k or score < best[-1][0]):
+            # kept sorted as it fills, so most candidates cost one
+            # comparison; the index breaks remaining ties as the list
+            # order did (a score tied with the k-th loses to it)
+            insort(best, (score, i))
+            if len(best) > k:
+                best.pop()
     memo.by_address = kept
-    scored.sort()
-    return [candidates[s[1]] for s in scored[:k]]
+    return [candidates[s[1]] for s in best]
 
 
 def draw_small_world_fractions(n: int, rng: random.Random) -> list[float]:
