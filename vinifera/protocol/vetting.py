@@ -20,7 +20,6 @@ Pure state: times are arguments, nothing here sends anything.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 
 
@@ -36,15 +35,16 @@ class Vetting:
         self.verify_memory = verify_memory
         self.answer_within = answer_within
         self.silent_memory = silent_memory
-        # address -> time of its last direct word, oldest first
-        self.answered: OrderedDict[Hashable, float] = OrderedDict()
+        # address -> time of its last direct word, oldest first: a plain dict
+        # kept in that order by re-inserting (heard runs on every message; an
+        # OrderedDict's move_to_end cost more than the two dict operations)
+        self.answered: dict[Hashable, float] = {}
         self.asked: dict[Hashable, float] = {}  # address -> when first asked, unanswered
         self.silent: dict[Hashable, float] = {}  # address -> silent until
 
     def heard(self, address: Hashable, now: float) -> None:
         answered = self.answered
-        if address in answered:
-            answered.move_to_end(address)
+        answered.pop(address, None)
         answered[address] = now
         if self.asked:
             self.asked.pop(address, None)
@@ -69,8 +69,13 @@ class Vetting:
         """Expire old records; returns the addresses that just fell silent."""
         answered = self.answered
         limit = now - self.verify_memory
-        while answered and next(iter(answered.values())) < limit:
-            answered.popitem(last=False)
+        old = []
+        for addr, t in answered.items():
+            if t >= limit:
+                break
+            old.append(addr)
+        for addr in old:
+            del answered[addr]
         if self.silent:
             for addr in [a for a, until in self.silent.items() if until <= now]:
                 del self.silent[addr]
