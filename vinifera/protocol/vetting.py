@@ -37,14 +37,15 @@ class Vetting:
         self.silent_memory = silent_memory
         # address -> time of its last direct word, oldest first: a plain dict
         # kept in that order by re-inserting (heard runs on every message; an
-        # OrderedDict's move_to_end cost more than the two dict operations)
+        # OrderedDict's move_to_end cost more than plain dict operations)
         self.answered: dict[Hashable, float] = {}
         self.asked: dict[Hashable, float] = {}  # address -> when first asked, unanswered
         self.silent: dict[Hashable, float] = {}  # address -> silent until
 
     def heard(self, address: Hashable, now: float) -> None:
         answered = self.answered
-        answered.pop(address, None)
+        if address in answered:  # (not pop(): compiled, a method call by name)
+            del answered[address]
         answered[address] = now
         if self.asked:
             self.asked.pop(address, None)
