@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The project's test command: set up .venv, lint, run the default (fast) suite.
-# Extra arguments go to pytest, e.g. `scripts/test.sh -m slow`.
+# Extra arguments go to pytest, e.g. `scripts/test.sh -m slow`; the tests run
+# in two worker processes (pytest-xdist; `-n 0` for one process, `-n 4` for
+# four). Tests that share a host-wide resource (network namespaces) carry
+# the same xdist_group and run in one worker.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 .venv/bin/ruff check .
-.venv/bin/python -m pytest -m "not slow" --durations=15 "$@"
+.venv/bin/python -m pytest -m "not slow" -n 2 --dist loadgroup --durations=15 "$@"
