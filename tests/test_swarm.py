@@ -122,7 +122,6 @@ needs_root = pytest.mark.skipif(
 
 
 @needs_root
-@pytest.mark.xdist_group("netns")  # the namespaces are host-wide: one netns test at a time
 def test_a_netns_swarm_keeps_delivering_when_one_host_is_cut_off(tmp_path):
     logs = tmp_path / "logs"
     summary = swarm_up("--nodes", "10", "--backend", "netns", "--duration", "40",
