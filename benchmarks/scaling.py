@@ -12,13 +12,16 @@ warm-up, the second half of the run). Bytes are the real wire encoding
 addresses are rewritten as real `host:port` strings (10.x.y.z:7000);
 every SAMPLE-th message of each kind is encoded and counted SAMPLE times,
 and the CPU spent encoding is left out of node-rounds per CPU-second.
-Results are appended to benchmarks/results.jsonl.
+Each N runs as `vinifera sim run` does, with huge pages for its heap where
+the machine has them (vinifera/hugepages.py); VINIFERA_HUGE_PAGES=0 runs
+without. Results are appended to benchmarks/results.jsonl.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -30,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from record import record  # noqa: E402
 
-from vinifera import native  # noqa: E402
+from vinifera import hugepages, native  # noqa: E402
 from vinifera.protocol import messages as m  # noqa: E402
 from vinifera.protocol.config import OverlayConfig, system_defaults  # noqa: E402
 from vinifera.protocol.profile import Profile  # noqa: E402
@@ -145,16 +148,20 @@ def main() -> None:
     if args.child is not None:
         print(json.dumps(measure(args.child, args.rounds, args.seed)))
         return
+    # each child runs as `vinifera sim run` would (vinifera/hugepages.py)
+    env = hugepages.environment(os.environ, hugepages.thp_mode(), hugepages.glibc_has_tunable())
+    huge = env is not None or hugepages.TUNABLE in os.environ.get("GLIBC_TUNABLES", "")
     for n in args.nodes or [1000, 3000, 10000]:
         cmd = [sys.executable, __file__, "--child", str(n), "--rounds", str(args.rounds),
                "--seed", str(args.seed)]  # fmt: skip
         try:
-            out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env)
         except subprocess.CalledProcessError as err:
             sys.exit(f"N = {n} failed:\n{err.stderr}")
         fig = json.loads(out.stdout)
         msgs, b = fig["messages_per_node_round"], fig["bytes_per_node_round"]
         build = "compiled" if native.in_use() else "pure"
+        build += ", huge pages" if huge else ""
         print(f"N={n:>6} ({build}): {fig['node_rounds_per_cpu_second']:>7.0f} node-rounds/CPU-s, "
               f"wall {fig['wall_seconds']:.0f} s, RSS {fig['peak_rss_mib']:.0f} MiB; "
               f"per node-round "
@@ -166,7 +173,7 @@ def main() -> None:
             record("scaling", fig, {"nodes": n, "rounds": args.rounds, "seed": args.seed,
                                     "mix": "default", "subscriptions": "skewed",
                                     "events_per_round": 10, "sample": SAMPLE,
-                                    "compiled": native.in_use()})  # fmt: skip
+                                    "compiled": native.in_use(), "huge_pages": huge})  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -423,5 +423,16 @@ def _write_json(path: Path, obj) -> None:
     path.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
-if __name__ == "__main__":
+def entry() -> None:
+    """The `vinifera` command. Simulations and experiments get huge pages
+    for their heap first (vinifera/hugepages.py: the process restarts
+    itself once); tests call `main` itself, which never restarts."""
+    if sys.argv[1:2] in (["sim"], ["experiment"]):
+        from vinifera.hugepages import restart_with_huge_pages
+
+        restart_with_huge_pages()
     main()
+
+
+if __name__ == "__main__":
+    entry()

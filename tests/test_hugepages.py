@@ -1,0 +1,90 @@
+"""A simulation restarts itself once with huge pages for its heap
+(vinifera/hugepages.py), and nothing it computes changes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vinifera import hugepages
+from vinifera.hugepages import OPT_OUT, TUNABLE, environment, thp_mode
+
+BIN = Path(sys.executable).parent
+HAS_THEM = environment({}, thp_mode(), hugepages.glibc_has_tunable()) is not None
+needs_huge_pages = pytest.mark.skipif(
+    not HAS_THEM, reason="no transparent huge pages or no glibc malloc tunable here"
+)
+
+
+@pytest.mark.parametrize(
+    ("base", "mode", "glibc", "expected"),
+    [
+        ({}, "madvise", True, {"PYTHONMALLOC": "malloc", "GLIBC_TUNABLES": TUNABLE}),
+        ({}, "always", True, {"PYTHONMALLOC": "malloc", "GLIBC_TUNABLES": TUNABLE}),
+        (
+            {"GLIBC_TUNABLES": "glibc.rtld.optional_static_tls=4096", "HOME": "/h"},
+            "madvise",
+            True,
+            {
+                "GLIBC_TUNABLES": f"glibc.rtld.optional_static_tls=4096:{TUNABLE}",
+                "PYTHONMALLOC": "malloc",
+                "HOME": "/h",
+            },
+        ),
+        ({OPT_OUT: "0"}, "madvise", True, None),  # the user said no
+        ({"PYTHONMALLOC": "pymalloc_debug"}, "madvise", True, None),  # the user chose
+        ({"GLIBC_TUNABLES": TUNABLE, "PYTHONMALLOC": "malloc"}, "madvise", True, None),  # done
+        ({"GLIBC_TUNABLES": "glibc.malloc.hugetlb=0"}, "madvise", True, None),
+        ({}, "never", True, None),
+        ({}, None, True, None),  # no such kernel knob (not Linux)
+        ({}, "madvise", False, None),  # musl, or glibc before 2.35
+    ],
+)
+def test_the_environment_asks_for_huge_pages_only_where_it_should(base, mode, glibc, expected):
+    assert environment(base, mode, glibc) == expected
+
+
+def test_the_kernel_mode_is_the_bracketed_word(tmp_path):
+    knob = tmp_path / "enabled"
+    knob.write_text("always [madvise] never\n")
+    assert thp_mode(knob) == "madvise"
+    knob.write_text("[always] madvise never\n")
+    assert thp_mode(knob) == "always"
+    assert thp_mode(tmp_path / "missing") is None
+
+
+def _clean_env() -> dict:
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONMALLOC", OPT_OUT)}
+
+
+@needs_huge_pages
+def test_the_process_restarts_once_from_the_top_with_huge_pages():
+    code = (
+        "import os\n"
+        "from vinifera.hugepages import restart_with_huge_pages\n"
+        "print('start', flush=True)\n"
+        "restart_with_huge_pages()\n"
+        "print(os.environ['PYTHONMALLOC'], os.environ['GLIBC_TUNABLES'])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=_clean_env(), capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    assert out[:2] == ["start", "start"]  # restarted, and only once
+    assert out[2].split() == ["malloc", TUNABLE] or out[2].endswith(":" + TUNABLE)
+
+
+def test_a_simulation_writes_the_same_bytes_with_and_without_huge_pages(tmp_path):
+    logs = {}
+    for name, extra in (("with", {}), ("without", {OPT_OUT: "0"})):
+        log_dir = tmp_path / name
+        args = [str(BIN / "vinifera"), "sim", "run", "--nodes", "60", "--rounds", "12",
+                "--events-per-round", "5", "--kill-fraction", "0.1", "--kill-at", "8",
+                "--log-dir", str(log_dir), "--json"]  # fmt: skip
+        subprocess.run(args, env={**_clean_env(), **extra}, capture_output=True, check=True)
+        logs[name] = ((log_dir / "sim.jsonl").read_bytes(), (log_dir / "summary.json").read_bytes())
+    assert logs["with"] == logs["without"]
+    assert b'"ev": "deliver"' in logs["with"][0] or b'"ev":"deliver"' in logs["with"][0]
