@@ -149,8 +149,8 @@ def main() -> None:
         print(json.dumps(measure(args.child, args.rounds, args.seed)))
         return
     # each child runs as `vinifera sim run` would (vinifera/hugepages.py)
-    env = hugepages.environment(os.environ, hugepages.thp_mode(), hugepages.glibc_has_tunable())
-    huge = env is not None or hugepages.TUNABLE in os.environ.get("GLIBC_TUNABLES", "")
+    env = hugepages.environment_here() or dict(os.environ)
+    huge = hugepages.in_effect(env)
     for n in args.nodes or [1000, 3000, 10000]:
         cmd = [sys.executable, __file__, "--child", str(n), "--rounds", str(args.rounds),
                "--seed", str(args.seed)]  # fmt: skip

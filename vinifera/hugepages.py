@@ -9,8 +9,9 @@ object allocator never asks, glibc's malloc does when told to by the
 `glibc.malloc.hugetlb=1` tunable (glibc >= 2.35). So a process that runs a
 simulation restarts itself once, at its very start, with PYTHONMALLOC=malloc
 and that tunable: the same interpreter, the same arguments, the same
-results byte for byte (nothing depends on addresses), 13-19% fewer CPU
-seconds at N = 3,000 (docs/results.md, "Huge pages").
+results byte for byte (nothing depends on addresses), x1.24-1.27
+node-rounds per CPU-second at N = 1,000-10,000 (docs/results.md, "Huge
+pages for a simulation's heap").
 
 Only `vinifera sim` and `vinifera experiment` do it (cli/main.py's entry);
 set VINIFERA_HUGE_PAGES=0 to run without, and a PYTHONMALLOC or
@@ -27,7 +28,7 @@ from pathlib import Path
 
 # Huge pages; and a per-size cache of 256 freed blocks instead of 7, since
 # every Python object now comes from malloc (x1.04 at N = 1,000, five of
-# five paired runs faster: docs/results.md, "Huge pages").
+# five paired runs faster: docs/results.md, same section).
 TUNABLE = "glibc.malloc.hugetlb=1:glibc.malloc.tcache_count=256"
 OPT_OUT = "VINIFERA_HUGE_PAGES"
 THP_ENABLED = Path("/sys/kernel/mm/transparent_hugepage/enabled")
@@ -68,11 +69,23 @@ def environment(base: Mapping[str, str], mode: str | None, glibc: bool) -> dict[
     return env
 
 
+def environment_here() -> dict[str, str] | None:
+    """`environment` for this process on this machine."""
+    return environment(os.environ, thp_mode(), glibc_has_tunable())
+
+
+def in_effect(env: Mapping[str, str]) -> bool:
+    """Whether a process started with `env` has its heap on huge pages."""
+    return env.get("PYTHONMALLOC") == "malloc" and "glibc.malloc.hugetlb=1" in env.get(
+        "GLIBC_TUNABLES", ""
+    )
+
+
 def restart_with_huge_pages() -> None:
     """Replace this process by itself with huge pages for its heap, if
     they are to be had and not had yet; otherwise return. Call it first
     thing, before any output or file is made: the restart runs from the top."""
-    env = environment(os.environ, thp_mode(), glibc_has_tunable())
+    env = environment_here()
     if env is None or not sys.executable or not sys.orig_argv:
         return
     try:
