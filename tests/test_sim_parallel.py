@@ -4,6 +4,8 @@ result and the log of one process, byte for byte."""
 from __future__ import annotations
 
 import json
+import random
+from bisect import bisect_right
 from pathlib import Path
 
 import pytest
@@ -11,11 +13,14 @@ from click.testing import CliRunner
 
 from vinifera.churn_traces import read_bundled_trace, window
 from vinifera.cli.main import main
+from vinifera.protocol.content import subscription_identifier
+from vinifera.ring import RING_SIZE
 from vinifera.sim import parallel
 from vinifera.sim.config import ChurnStep, SimConfig
+from vinifera.sim.driver import Simulation
 from vinifera.sim.logwriter import LOG_FILE_NAME
 from vinifera.sim.network import NetworkModel
-from vinifera.sim.replay import TraceReplay
+from vinifera.sim.replay import TraceReplay, load_replay
 
 TIMING = ("wall_seconds", "node_rounds_per_second")
 
@@ -109,3 +114,36 @@ def test_cli_workers_write_the_same_run(tmp_path):
         summary = {k: v for k, v in json.loads(res.output).items() if k not in TIMING}
         outs.append((summary, (d / "summary.json").read_bytes(), (d / LOG_FILE_NAME).read_bytes()))
     assert outs[0] == outs[1]
+
+
+def test_arcs_cut_where_identifiers_will_fall_not_at_range_centres():
+    # 500 narrow ranges at 0.30 and 500 wide ones over 0.35-0.65: the
+    # centres' median (0.5) would put three quarters of the nodes below it
+    rng = random.Random(5)
+    q = RING_SIZE // 100
+    spans = [(30 * q, 30 * q + 1000) for _ in range(500)]
+    spans += [(35 * q, 65 * q) for _ in range(500)]
+    (cut,) = parallel._expected_quantiles(spans, 2)
+    below = sum(rng.randrange(lo, hi + 1) < cut for lo, hi in spans)
+    assert 470 <= below <= 530
+    centres = sorted((lo + hi) // 2 for lo, hi in spans)
+    assert sum(rng.randrange(lo, hi + 1) < centres[500] for lo, hi in spans) > 700
+
+
+SKYPE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "skype-superpeers.avt"
+
+
+@pytest.mark.skipif(not SKYPE.exists(), reason="needs ../shared/traces/skype-superpeers.avt")
+def test_the_skype_replay_s_arcs_hold_as_many_nodes_as_identifiers_fall_in():
+    # a popular bucket's wide ranges straddle the middle of the ring: cut at
+    # the ranges' centres, 902 of the first day's 1,633 nodes fell below it
+    replay = load_replay(SKYPE, round_seconds=240.0, end_hours=24.0, publishing=True)
+    sim = Simulation(SimConfig.for_trace(replay, seed=1, subscriptions="skewed"))
+    for workers in (2, 3):
+        cuts = parallel._splits(sim, workers)
+        counts = [0] * workers
+        for i, sub in enumerate(sim.trace_subs):
+            ident = subscription_identifier(sub, sub.attributes[0], random.Random(i))
+            counts[bisect_right(cuts, ident)] += 1
+        share = len(sim.trace_subs) / workers
+        assert all(abs(c - share) < 0.05 * share for c in counts), counts

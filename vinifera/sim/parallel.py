@@ -118,22 +118,55 @@ def _reports(sim: Simulation, part: Partition) -> list[tuple]:
 
 def _splits(sim: Simulation, workers: int) -> list[int]:
     """Arc boundaries with about as many nodes on each side: the nodes'
-    identifiers if they exist yet, else where their subscriptions put them
-    (a subscriber's identifier lies in its range), else even arcs."""
+    identifiers if they exist yet, else where their subscriptions put them,
+    else even arcs."""
     if sim.config.system == "baseline":
         idents: Sequence[int] = []
     elif sim.replay is None:
         idents = [n.ident for n in sim.nodes if n is not None]
     else:
-        idents = []
+        spans = []
         for sub in sim.trace_subs:
             if sub is not None and sub.attributes:
-                lo, hi = sub.key_ranges[sub.attributes[0]]
-                idents.append((lo + hi) // 2)
+                spans.append(sub.key_ranges[sub.attributes[0]])
+        if len(spans) >= workers:
+            return _expected_quantiles(spans, workers)
+        idents = []
     if len(idents) < workers:
         return [RING_SIZE * k // workers for k in range(1, workers)]
     ordered = sorted(idents)
     return [ordered[len(ordered) * k // workers] for k in range(1, workers)]
+
+
+def _expected_quantiles(spans: Sequence[tuple[int, int]], workers: int) -> list[int]:
+    """Cuts with k/workers of the nodes expected below the k-th, for nodes
+    whose identifier is drawn uniformly inside their span (a subscriber's
+    range: content/layer.py's subscription_identifier), by bisection on the
+    ring. The spans' centres would do for narrow ranges only: where a
+    popular bucket's many wide ranges straddle a cut, the centres' median
+    put 902 of a day's 1,633 trace nodes below it (docs/results.md)."""
+
+    def expected_below(x: int) -> float:
+        n = 0.0
+        for lo, hi in spans:
+            if x >= hi:
+                n += 1.0
+            elif x > lo:
+                n += (x - lo) / (hi - lo)
+        return n
+
+    cuts = []
+    for k in range(1, workers):
+        want = len(spans) * k / workers
+        lo, hi = 0, RING_SIZE  # expected_below(lo) < want <= expected_below(hi)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if expected_below(mid) < want:
+                lo = mid
+            else:
+                hi = mid
+        cuts.append(hi)
+    return cuts
 
 
 # Windows a worker may run ahead of the others' entries: a window is at
