@@ -21,8 +21,9 @@ from contextlib import contextmanager
 # A daemon runs for days: young collections every 50,000 allocations
 # instead of 700, full ones still every 10 of the middle generation's.
 DAEMON_THRESHOLDS = (50_000, 20, 10)
-# A simulation makes cyclic garbage only when it retires a node incarnation
-# (RetiredNodes below), so automatic collections are off while it runs:
+# A simulation makes next to no cyclic garbage (a node incarnation that a
+# trace rejoin replaces is discarded: RetiredNodes below), so automatic
+# collections are off while it runs:
 # young ones every 100,000 allocations took 7% of a 40-round, 1,000-node
 # run and 6.5% of a 24 h Skype replay, for next to nothing freed (docs/results.md,
 # "The collector in a simulation").
@@ -68,30 +69,31 @@ def spare_the_exit() -> None:
     gc.freeze()
 
 
-# Collect once this many incarnations are retired, or as many as there are
-# live nodes if more: garbage stays below the live overlay's size, and each
-# collection (it walks all of the run's live objects and frees the retired
-# ones: 1.3-2.7 s at 24 h of the Skype replay) pays for many retirements.
-RETIRED_BEFORE_COLLECTING = 64
+# A retired incarnation is freed by reference counting (Node.discard breaks
+# its cycles), so retirements make no garbage for the collector; one walk
+# every this many retirements is only a safety net against a cycle that a
+# later change might leave (six walks in the month-long Skype replay's
+# 27,000 retirements, each 0.6-1.2 s at 48 h).
+RETIRED_BEFORE_COLLECTING = 4096
 
 
 class RetiredNodes:
-    """The one cyclic garbage a simulation makes: a node incarnation the
-    driver replaces (a trace rejoin) keeps itself alive through its layers'
-    references to each other and its handler tables of bound methods, about
-    670 objects each (the month-long Skype replay retires 27,000). With
-    automatic collections off, the driver reports each retirement here and a
-    collection runs when they add up."""
+    """Counts the incarnations a driver replaces (trace rejoins) and
+    collects now and then. Before Node.discard, each retired incarnation
+    kept itself alive through its layers' references to each other and its
+    handler table of bound methods (about 700 objects each), and a full
+    collection that walked every live node ran every few hundred
+    retirements."""
 
     def __init__(self) -> None:
         self.retired = 0
         self.uncollected = 0
         self.collections = 0
 
-    def retire(self, alive: int) -> None:
+    def retire(self) -> None:
         self.retired += 1
         self.uncollected += 1
-        if self.uncollected >= max(RETIRED_BEFORE_COLLECTING, alive):
+        if self.uncollected >= RETIRED_BEFORE_COLLECTING:
             gc.collect()
             self.uncollected = 0
             self.collections += 1

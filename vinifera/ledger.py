@@ -48,7 +48,7 @@ class Ledger:
         # (eid, node) -> (time, hops) of the first delivery; later ones, which
         # should not happen, apart. Tuples, not a list per pair: the month-long
         # replay delivers 7.5 million pairs, and every list would be one more
-        # object for each garbage collection to walk (gcpolicy.RetiredNodes).
+        # object for each garbage collection to walk (gcpolicy).
         self.delivered: dict[tuple[int, str], tuple[float, int]] = {}
         self.repeats: dict[tuple[int, str], list[tuple[float, int]]] = defaultdict(list)
         self.received = 0

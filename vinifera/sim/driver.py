@@ -279,7 +279,8 @@ class Simulation:
             # keeps on disk: a copy still travelling toward (or retried to)
             # the old incarnation must not reach the application twice.
             node.restore_delivered(old.delivered_journal())
-            self.retired_nodes.retire(len(self.alive))
+            old.discard()
+            self.retired_nodes.retire()
         self.replay_counts["joins"] += 1
         self.nodes[address] = node
 

@@ -53,6 +53,9 @@ COUNTERS = (
 
 
 class Content:
+    # discard() lets go of the parts, which all refer back to the layer
+    __deletable__ = ["installation", "forest", "retries", "balancer"]
+
     def __init__(self, overlay: Overlay, config: ContentConfig, rng: random.Random, out: list):
         self.overlay = overlay
         self.config = config
@@ -74,6 +77,12 @@ class Content:
         self.balancer = Balancer(self)
         self.installation.on_row_changed = self.forest.catch_up if config.catch_up > 0 else None
         self._refresh_own()
+
+    def discard(self) -> None:
+        """The node is retired (Node.discard): break the cycles between the
+        layer and its parts so that they are freed without a collection."""
+        self.installation.on_row_changed = None
+        del self.installation, self.forest, self.retries, self.balancer
 
     # ----------------------------------------------------------------- queries
 
