@@ -257,8 +257,12 @@ def test_thousand_nodes_vinifera_paths_are_shorter_than_the_baseline(thousand_pa
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_thousand_nodes_balancing_lowers_the_busiest_nodes_load(seed):
-    on, off = balancing_pair(1000, 100, seed)
-    assert on["hit_ratio"] == 1.0 and off["hit_ratio"] == 1.0
-    assert on["load_max"] < off["load_max"]
+def test_thousand_nodes_balancing_lowers_the_busiest_nodes_load():
+    """The mean of three seeds, as at 300 nodes: one seed is a draw here too
+    (main at 073d2d2, seeds 1-6: on below off on five, 0.453 against 0.413
+    on seed 6; over the six, on is 0.96 x off; docs/results.md)."""
+    pairs = [balancing_pair(1000, 100, seed) for seed in (1, 2, 3)]
+    for on, off in pairs:
+        assert on["hit_ratio"] == 1.0 and off["hit_ratio"] == 1.0
+        assert on["identifier_moves"] > 0
+    assert sum(on["load_max"] for on, _ in pairs) < sum(off["load_max"] for _, off in pairs)

@@ -103,3 +103,33 @@ def test_sixty_four_fakes_take_no_link_and_at_most_the_cap_of_a_view():
     config = SimConfig(nodes=60, rounds=35, seed=2, overlay=unvetted)
     before = poison(config, warmup=20, attack=5, after=10)
     assert before["links_max"] > 0 and before["view_max"] > 8, before  # the attack bites
+
+
+def small_world_after_a_trial(young_for: float) -> tuple[tuple, tuple]:
+    """One small-world slot whose best candidate (X, at the slot's target)
+    has not answered yet, and a vetted stand-in (S) within an octave of the
+    target: the slot's link after the first reselection, and after the one
+    that follows X's answer."""
+    cfg = OverlayConfig(friends=0, small_world=1, young_for=young_for)
+    a = Node(1, SCHEMA, cfg, random.Random(1), SUB, 1000)
+    a.start(0.0)
+    a.overlay.sw_fractions = [1.0]  # the target: the farthest sampled identifier
+    for i in range(32):
+        a.overlay.id_sample.add(10_000 * (i + 1))  # ... 320,000
+    succ, pred = Profile(2, 2000, SUB), Profile(3, 2**64 - 1000, SUB)
+    stand_in, best = Profile(4, 300_000, SUB), Profile(5, 320_000, SUB)
+    for p in (succ, pred, stand_in):
+        a.receive(0.1, m.Ping(p))  # they answered us: vetted
+    a.receive(0.1, m.TmanRequest(succ, ((best, 0.0),)))  # the best, by hearsay
+    out = a.tick(1.0)
+    assert any(type(s) is Send and s.dest == 5 and type(s.message) is m.Ping for s in out)
+    first = a.overlay.links.small_world
+    a.receive(1.1, m.Pong(best))  # the trial is answered
+    a.tick(2.0)
+    return first, a.overlay.links.small_world
+
+
+def test_a_young_node_does_not_hold_a_stand_in_an_older_one_does():
+    assert small_world_after_a_trial(young_for=50.0) == ((4,), (5,))
+    # older than young_for: the stand-in is within an octave, so it is held
+    assert small_world_after_a_trial(young_for=0.0) == ((4,), (4,))

@@ -83,6 +83,10 @@ class Overlay:
         self._ring = RingIndex(())  # ... sorted by identifier
         self.id_sample = IdentifierSample()
         self._exchanges = 0
+        # Link vetting: until when this node is young (see young_for), and
+        # the small-world stand-ins its last reselection took then
+        self._young_until = 0.0
+        self._standins: set[Hashable] = set()
         # T-Man backoff (config.tman_backoff_max): periods until the next
         # active exchange, and the wait after it
         self._tman_wait = 0
@@ -103,6 +107,7 @@ class Overlay:
     # ----------------------------------------------------------------- life cycle
 
     def start(self, now: float, bootstrap: Sequence[Hashable]) -> None:
+        self._young_until = now + self.durations.young_for
         self.joining.start(self.profile, bootstrap)
 
     def leave(self, now: float) -> None:
@@ -323,7 +328,8 @@ class Overlay:
     def _vetted(self, now: float, cands: list[Entry], links: Links) -> Links:
         """Links only to nodes that answered us: a new one that has not gets
         a trial ping, and the choice is made again without it. A link once
-        taken stays vetted (its liveness is judged as before)."""
+        taken stays vetted (its liveness is judged as before). While the
+        node is young, small-world stand-ins are not held (young_for)."""
         vetting = self.vetting
         current = self.links.by_address
 
@@ -332,15 +338,28 @@ class Overlay:
 
         untried = [a for a in links.by_address if not vetted(a)]
         if not untried:
+            if self._standins:
+                self._standins = set()
             return links
         ping = m.Ping(self.profile)
         for addr in untried:
             if vetting.ask(addr, now):
                 self.out.append(Send(addr, ping))
         kept = [e for e in cands if vetted(e.profile.address)]
-        return self._select(kept, RingIndex(kept))[0]
+        chosen = self._select(kept, RingIndex(kept))[0]
+        if now < self._young_until:
+            # few vetted candidates yet: the next reselection need not hold
+            # what stood in for an untried small-world choice
+            self._standins = set(chosen.small_world).difference(links.small_world)
+        elif self._standins:
+            self._standins = set()
+        return chosen
 
     def _select(self, cands: list[Entry], ring: RingIndex) -> tuple[Links, list[Entry]]:
+        held: Sequence[Hashable] = self.links.small_world
+        if self._standins:
+            standins = self._standins
+            held = tuple(None if a in standins else a for a in held)
         return select_links(
             self.profile,
             cands,
@@ -349,7 +368,7 @@ class Overlay:
             self.primary.current,
             self.id_sample.sorted,
             self.sw_fractions,
-            self.links.small_world,
+            held,
             self.friend_scores,
         )
 
