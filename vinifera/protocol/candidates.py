@@ -131,9 +131,10 @@ class Candidates:
         links: Iterable[Entry],
         ring_backups: Iterable[Entry],
         view: Iterable[Entry] | None,
-    ) -> list[Entry]:
+    ) -> dict[Hashable, Entry]:
         """Everything believable we know (links, the inbox, ring backups and,
-        unless None, the Cyclon view), one freshest entry per node."""
+        unless None, the Cyclon view): the freshest entry of each node, by
+        address."""
         limit = now - self.durations.stale_after
         pool: dict[Hashable, Entry] = {}
         get = pool.get
@@ -161,4 +162,4 @@ class Candidates:
                 held = pool.get(addr)
                 if held is not None and held.heard <= left:
                     del pool[addr]
-        return list(pool.values())
+        return pool

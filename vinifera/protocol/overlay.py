@@ -22,7 +22,7 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 
 from vinifera.protocol import messages as m
 from vinifera.protocol.actions import Log, Send
-from vinifera.protocol.candidates import Candidates
+from vinifera.protocol.candidates import MAX_INBOX, Candidates
 from vinifera.protocol.config import OverlayConfig
 from vinifera.protocol.cyclon import Cyclon
 from vinifera.protocol.joining import Joining
@@ -32,6 +32,7 @@ from vinifera.protocol.selection import (
     IdentifierSample,
     links_record,
     select_links,
+    selection_stands,
     tman_buffer,
 )
 from vinifera.protocol.tman import (
@@ -43,6 +44,9 @@ from vinifera.protocol.tman import (
     overlap_counts,
 )
 from vinifera.protocol.vetting import SourceCaps, Vetting
+
+# Candidates remembered as checked against links that stand (selection_stands)
+MAX_CHECKED = 4 * MAX_INBOX
 
 
 class Overlay:
@@ -81,6 +85,11 @@ class Overlay:
         self.link_moves = 0
         self._pool: list[Entry] = []  # candidates of the last reselection
         self._ring = RingIndex(())  # ... sorted by identifier
+        # The pool (by address) that the links were selected from as they
+        # stand, for our profile and primary attribute then; None when the
+        # links are not simply select_links' choice (vetting changed it).
+        self._chosen_from: dict[Hashable, Entry] | None = None
+        self._chosen_for: tuple[Profile, str | None] | None = None
         self.id_sample = IdentifierSample()
         self._exchanges = 0
         # Link vetting: until when this node is young (see young_for), and
@@ -141,9 +150,9 @@ class Overlay:
             self.out.append(Send(target, m.Shuffle(self.profile, wire)))
         # T-Man: reselect from everything we know; silent links fall out.
         before = self.links.by_address
-        cands = self._candidates(now)
-        self._update_primary(now, cands)
-        self._reselect(now, cands)
+        known = self._candidates(now)
+        self._update_primary(now, known.values())
+        self._reselect(now, known)
         kept = self.links.by_address
         stale = now - self.durations.stale_after
         for addr, e in before.items():
@@ -280,7 +289,7 @@ class Overlay:
     def _believable(self, now: float, entries: Iterable[Entry]) -> list[Entry]:
         return self.candidates.believable(now, self.profile.address, entries)
 
-    def _candidates(self, now: float) -> list[Entry]:
+    def _candidates(self, now: float) -> dict[Hashable, Entry]:
         """Everything believable we know, one freshest entry per node."""
         return self.candidates.pool(
             now,
@@ -292,7 +301,7 @@ class Overlay:
 
     # ----------------------------------------------------------------- selection
 
-    def _update_primary(self, now: float, cands: list[Entry]) -> None:
+    def _update_primary(self, now: float, cands: Iterable[Entry]) -> None:
         sub = self.profile.subscription
         if sub is None or len(sub.attributes) < 2:
             return
@@ -301,13 +310,22 @@ class Overlay:
             rec = record(now, self.name, "primary", before=before, after=self.primary.current)
             self.out.append(Log(rec))
 
-    def _reselect(self, now: float, cands: list[Entry]) -> None:
-        self._pool = cands
+    def _reselect(self, now: float, pool: dict[Hashable, Entry]) -> None:
+        self._pool = cands = list(pool.values())
         self._ring = ring = RingIndex(cands)
         self.candidates.clear_inbox()
+        chosen_from, self._chosen_from = self._chosen_from, None
+        if chosen_from is not None and self._links_stand(pool, chosen_from):
+            return
         links, backups = self._select(cands, ring)
         if self.config.vet_links:
-            links = self._vetted(now, cands, links)
+            vetted = self._vetted(now, cands, links)
+            if vetted is links:
+                self._chosen_from = pool
+            links = vetted
+        else:
+            self._chosen_from = pool
+        self._chosen_for = (self.profile, self.primary.current)
         self.ring_backups = backups
         old_shape = self.links.shape()
         self.links = links
@@ -324,6 +342,36 @@ class Overlay:
         if self.config.log_links and changed:
             rec = links_record(now, self.name, self.profile.ident, links, self.primary.current)
             self.out.append(Log(rec))
+
+    def _links_stand(self, pool: dict[Hashable, Entry], chosen_from: dict) -> bool:
+        """Whether select_links would choose the links again from `pool`
+        (exactly: selection_stands); if so they take its fresher entries."""
+        if self._standins or self._chosen_for != (self.profile, self.primary.current):
+            return False
+        links = self.links
+        backups = selection_stands(
+            self.profile,
+            pool,
+            self._ring,
+            self.config,
+            self.primary.current,
+            self.id_sample.sorted,
+            self.sw_fractions,
+            links,
+            chosen_from,
+        )
+        if backups is None:
+            return False
+        by_address = links.by_address
+        for addr in by_address:
+            by_address[addr] = pool[addr]
+        self.ring_backups = backups
+        # What was checked against the links stays checked while they stand:
+        # the next check scores only what neither pool held (bounded memory)
+        if len(chosen_from) < MAX_CHECKED:
+            chosen_from.update(pool)
+            self._chosen_from = chosen_from
+        return True
 
     def _vetted(self, now: float, cands: list[Entry], links: Links) -> Links:
         """Links only to nodes that answered us: a new one that has not gets

@@ -13,16 +13,18 @@ from vinifera.protocol.config import OverlayConfig
 from vinifera.protocol.profile import Entry, Profile, to_wire_entries
 from vinifera.protocol.records import hex_id, node_name, record
 from vinifera.protocol.tman import (
+    FULL_RANGE,
     FriendScores,
     Links,
     RingIndex,
+    friend_score,
     rank_targets_sorted,
     ring_neighbourhood,
     select_friends,
     select_small_world,
     small_world_targets,
 )
-from vinifera.ring import RING_SIZE
+from vinifera.ring import RING_SIZE, ring_distance
 
 # Identifiers sampled before small-world targets are drawn in rank space.
 MIN_RANK_SAMPLE = 32
@@ -74,26 +76,123 @@ def select_links(
     )
     for e in friends:
         taken.add(e.profile.address)
+    targets = _small_world_targets(me, cfg, succs, preds, friends, sorted_sample, sw_fractions)
+    small_world = []
+    if targets:
+        small_world = select_small_world(targets, cands, taken, held_small_world, me.ident, ring)
+    return Links(succ, pred, friends, small_world), succs[1:] + preds[1:]
+
+
+def selection_stands(
+    me: Profile,
+    pool: dict[Hashable, Entry],
+    ring: RingIndex,
+    cfg: OverlayConfig,
+    primary: str | None,
+    sorted_sample: Sequence[int],
+    sw_fractions: Sequence[float],
+    links: Links,
+    reference: dict[Hashable, Entry],
+) -> list[Entry] | None:
+    """The ring backups when select_links would choose `links` again from
+    `pool` (`ring`: its values by identifier), None when it might not.
+    Exact, not a guess, given `reference`: the pool select_links chose
+    `links` from (for the same `me` and `primary`, holding
+    `links.small_world`), plus candidates found since to score below the
+    friends. Most periods change no link (docs/results.md), and this costs
+    a fraction of a selection: the ring is looked up, only profiles not in
+    `reference` are scored as friends, and held small-world links are kept
+    by the octave rule alone."""
+    idents = ring.idents
+    if len(set(idents)) != len(idents):
+        return None  # tied identifiers: the choice would follow pool order
+    succs, preds = ring_neighbourhood(me.ident, ring.candidates, cfg.ring_backups + 1, ring)
+    succ = succs[0].profile.address if succs else None
+    pred = preds[0].profile.address if preds else None
+    if succ != links.succ or pred != links.pred:
+        return None
+    for addr, e in links.by_address.items():
+        now_e = pool.get(addr)
+        if now_e is None or now_e.profile.ident != e.profile.ident:
+            return None  # a link went stale or moved
+    taken = {a for a in (succ, pred) if a is not None}
+    friends = links.friends
+    sub = me.subscription
+    if cfg.friends > 0 and sub is not None and primary is not None:
+        # Friends are the best cfg.friends scores; candidates scored at
+        # `reference` kept their score, so only new profiles can beat them.
+        for addr in friends:
+            before = reference.get(addr)
+            if before is None or pool[addr].profile is not before.profile:
+                return None
+        a_lo, a_hi = sub.key_ranges.get(primary, FULL_RANGE)
+        worst = None
+        if len(friends) == cfg.friends:
+            worst = friend_score(me.ident, a_lo, a_hi, pool[friends[-1]].profile, primary)
+        for addr, e in pool.items():
+            before = reference.get(addr)
+            if before is not None and before.profile is e.profile:
+                continue
+            if addr in taken:
+                continue
+            score = friend_score(me.ident, a_lo, a_hi, e.profile, primary)
+            if score is not None and (worst is None or score <= worst):
+                return None
+    elif friends:
+        return None
+    taken.update(friends)
+    chosen = [pool[a] for a in friends]
+    targets = _small_world_targets(me, cfg, succs, preds, chosen, sorted_sample, sw_fractions)
+    held = links.small_world
+    if len(targets) != len(held):
+        return None
+    # select_small_world's rule for keeping a held link: in its target's
+    # octave (whatever the closest candidate is), or within twice the
+    # closest candidate's distance
+    origin = me.ident
+    for target, addr in zip(targets, held, strict=True):
+        if addr in taken:
+            return None
+        ident = pool[addr].profile.ident
+        have = (ident - origin) % RING_SIZE
+        want = (target - origin) % RING_SIZE
+        if not want // 2 <= have <= 2 * want:
+            best_d = ring.closest(target, taken)[1]
+            if ring_distance(target, ident) > 2 * best_d:
+                return None
+        taken.add(addr)
+    return succs[1:] + preds[1:]
+
+
+def _small_world_targets(
+    me: Profile,
+    cfg: OverlayConfig,
+    succs: list[Entry],
+    preds: list[Entry],
+    friends: Sequence[Entry],
+    sorted_sample: Sequence[int],
+    sw_fractions: Sequence[float],
+) -> list[int]:
+    """The identifiers select_links' small-world links aim at, one per slot
+    (none without a ring neighbourhood)."""
     n_sw = cfg.small_world
     if cfg.lend_unused_friend_slots:
         n_sw += cfg.friends - len(friends)
-    small_world = []
-    if n_sw > 0 and succs:
-        # typical distance between nodes here: the span of our ring
-        # neighbourhood over the number of gaps in it
-        span = (succs[-1].profile.ident - preds[-1].profile.ident) % RING_SIZE
-        gap = span // (len(succs) + len(preds))
-        # friends already reach our neighbourhood of interest: long links
-        # start beyond the farthest of them
-        for e in friends:
-            d = (e.profile.ident - me.ident) % RING_SIZE
-            gap = max(gap, min(d, RING_SIZE - d))
-        if len(sorted_sample) >= MIN_RANK_SAMPLE:
-            targets = rank_targets_sorted(me.ident, sorted_sample, sw_fractions[:n_sw])
-        else:  # too few samples yet: identifier distance
-            targets = small_world_targets(me.ident, gap, sw_fractions[:n_sw])
-        small_world = select_small_world(targets, cands, taken, held_small_world, me.ident, ring)
-    return Links(succ, pred, friends, small_world), succs[1:] + preds[1:]
+    if n_sw <= 0 or not succs:
+        return []
+    if len(sorted_sample) >= MIN_RANK_SAMPLE:
+        return rank_targets_sorted(me.ident, sorted_sample, sw_fractions[:n_sw])
+    # too few samples yet: identifier distance. The typical distance between
+    # nodes here: the span of our ring neighbourhood over the number of gaps
+    # in it
+    span = (succs[-1].profile.ident - preds[-1].profile.ident) % RING_SIZE
+    gap = span // (len(succs) + len(preds))
+    # friends already reach our neighbourhood of interest: long links
+    # start beyond the farthest of them
+    for e in friends:
+        d = (e.profile.ident - me.ident) % RING_SIZE
+        gap = max(gap, min(d, RING_SIZE - d))
+    return small_world_targets(me.ident, gap, sw_fractions[:n_sw])
 
 
 def tman_buffer(
