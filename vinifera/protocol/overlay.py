@@ -85,9 +85,11 @@ class Overlay:
         self.link_moves = 0
         self._pool: list[Entry] = []  # candidates of the last reselection
         self._ring = RingIndex(())  # ... sorted by identifier
-        # The pool (by address) that the links were selected from as they
-        # stand, for our profile and primary attribute then; None when the
-        # links are not simply select_links' choice (vetting changed it).
+        # The candidates (by address) checked against the links as they
+        # stand: the pool they were selected from, for our profile and
+        # primary attribute then (_chosen_for), and those found since to
+        # rank below them; None when the links are not simply select_links'
+        # choice (vetting changed it).
         self._chosen_from: dict[Hashable, Entry] | None = None
         self._chosen_for: tuple[Profile, str | None] | None = None
         self.id_sample = IdentifierSample()

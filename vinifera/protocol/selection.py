@@ -18,13 +18,15 @@ from vinifera.protocol.tman import (
     Links,
     RingIndex,
     friend_score,
+    in_target_octave,
+    near_target,
     rank_targets_sorted,
     ring_neighbourhood,
     select_friends,
     select_small_world,
     small_world_targets,
 )
-from vinifera.ring import RING_SIZE, ring_distance
+from vinifera.ring import RING_SIZE
 
 # Identifiers sampled before small-world targets are drawn in rank space.
 MIN_RANK_SAMPLE = 32
@@ -101,8 +103,9 @@ def selection_stands(
     `links.small_world`), plus candidates found since to score below the
     friends. Most periods change no link (docs/results.md), and this costs
     a fraction of a selection: the ring is looked up, only profiles not in
-    `reference` are scored as friends, and held small-world links are kept
-    by the octave rule alone."""
+    `reference` are scored as friends, and held small-world links are
+    judged by select_small_world's own rule (tman.in_target_octave,
+    tman.near_target)."""
     idents = ring.idents
     if len(set(idents)) != len(idents):
         return None  # tied identifiers: the choice would follow pool order
@@ -146,20 +149,16 @@ def selection_stands(
     held = links.small_world
     if len(targets) != len(held):
         return None
-    # select_small_world's rule for keeping a held link: in its target's
-    # octave (whatever the closest candidate is), or within twice the
-    # closest candidate's distance
-    origin = me.ident
+    # select_small_world's rule for keeping a held link; the closest
+    # candidate is looked up only where the octave does not decide
     for target, addr in zip(targets, held, strict=True):
         if addr in taken:
             return None
         ident = pool[addr].profile.ident
-        have = (ident - origin) % RING_SIZE
-        want = (target - origin) % RING_SIZE
-        if not want // 2 <= have <= 2 * want:
-            best_d = ring.closest(target, taken)[1]
-            if ring_distance(target, ident) > 2 * best_d:
-                return None
+        if not in_target_octave(target, ident, me.ident) and not near_target(
+            target, ident, ring.closest(target, taken)[1]
+        ):
+            return None
         taken.add(addr)
     return succs[1:] + preds[1:]
 

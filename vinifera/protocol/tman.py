@@ -270,20 +270,33 @@ def select_small_world(
             break
         if current is not None and i < len(current):
             held = by_address.get(current[i])
-            want = (target - origin) % RING_SIZE
-            have = (held.profile.ident - origin) % RING_SIZE if held is not None else 0
             if (
                 held is not None
                 and held.profile.address not in used
                 and (
-                    want // 2 <= have <= 2 * want
-                    or ring_distance(target, held.profile.ident) <= 2 * best_d
+                    in_target_octave(target, held.profile.ident, origin)
+                    or near_target(target, held.profile.ident, best_d)
                 )
             ):
                 best = held
         used.add(best.profile.address)
         chosen.append(best)
     return chosen
+
+
+def in_target_octave(target: int, ident: int, origin: int) -> bool:
+    """Whether a held small-world link at `ident` keeps its slot whatever
+    the closest candidate is: its offset from `origin` (ours) is within a
+    factor 2 of the target's."""
+    want = (target - origin) % RING_SIZE
+    have = (ident - origin) % RING_SIZE
+    return want // 2 <= have <= 2 * want
+
+
+def near_target(target: int, ident: int, best_d: int) -> bool:
+    """Whether a held small-world link at `ident` keeps its slot beside the
+    closest candidate, `best_d` from the target: within twice that."""
+    return ring_distance(target, ident) <= 2 * best_d
 
 
 class RingIndex:
