@@ -95,6 +95,20 @@ def find_logs(logdir: Path) -> list[Path]:
     return sorted(p for p in found if p.is_file())
 
 
+def input_bytes(specs: list[RunSpec]) -> int | None:
+    """About how many bytes of JSON the runs' logs hold (a gzip file counts
+    ten times its size: JSON lines compress about tenfold); None when a
+    run's logs are remote, whose size only Spark can find."""
+    total = 0
+    for spec in specs:
+        if is_remote(spec.logdir):
+            return None
+        for name in spec.files:
+            size = Path(name).stat().st_size
+            total += 10 * size if name.endswith(".gz") else size
+    return total
+
+
 def load_manifest(logdir: Path) -> dict | None:
     path = logdir / MANIFEST
     if not path.is_file():

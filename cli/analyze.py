@@ -126,7 +126,9 @@ def analyze(logdirs, out, master, window, deadline, start, end, schema_path, con
 
     spark_log = None if verbose else out / "spark.log"
     try:
-        spark, ours = session.start(master, conf, log=spark_log)
+        spark, ours = session.start(
+            master, conf, log=spark_log, input_bytes=inputs.input_bytes(specs)
+        )
     except Exception as err:  # noqa: BLE001 - py4j/JVM startup errors have no common type
         where = f"; Spark's output is in {spark_log}" if spark_log else ""
         raise click.ClickException(

@@ -118,7 +118,9 @@ def _start_spark(master: str, parallel: int | None, timeout: float):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     click.echo(f"experiment: starting Spark (master {master})", err=True)
     try:
-        spark, ours = session.start(master, {"spark.ui.showConsoleProgress": "false"})
+        # the JVM only hands out tasks (the simulations run in Python): a short job
+        conf = {"spark.ui.showConsoleProgress": "false"}
+        spark, ours = session.start(master, conf, input_bytes=0)
     except Exception as err:  # noqa: BLE001 - py4j/JVM startup errors have no common type
         raise click.ClickException(f"could not start Spark (master {master}): {err}") from None
     runner = SparkRunner(spark.sparkContext, parallel)

@@ -17,7 +17,7 @@ def spark():
     # Tiny logs: few shuffle partitions, and no adaptive re-planning (each
     # adaptive stage is one more job, and jobs cost more than the data here).
     conf = {"spark.sql.shuffle.partitions": "2", "spark.sql.adaptive.enabled": "false"}
-    spark_, ours = session.start("local[2]", conf)
+    spark_, ours = session.start("local[2]", conf, input_bytes=0)  # tiny logs
     yield spark_
     if ours:
         spark_.stop()
