@@ -26,9 +26,10 @@ _JIT = " ".join(
 )
 # A short job (small logs, an experiment's task bookkeeping) never runs
 # long enough to repay C2's compiling: C1 only, and the serial collector.
-# On the tests' hand-made logs 110 -> 63 CPU-s (JVM and driver) and
-# 65 -> 50 s wall; past a few hundred MB C1's slower code costs more than
-# the compiling it saves (above). Inputs below SMALL_INPUT bytes count as small.
+# On the tests' hand-made logs 110 -> 63 CPU-s (JVM and driver), on 66 MB
+# of synthetic logs 134 -> 88; at 254 MB the two are even (C1's slower
+# code costs what its compiling saves), at 1.3 GB C1 loses (above). Inputs
+# below SMALL_INPUT bytes count as small.
 _JIT_SHORT = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 SMALL_INPUT = 64 * 2**20
 
