@@ -191,7 +191,7 @@ def test_a_retired_incarnation_leaves_no_cyclic_garbage():
     """Node.discard breaks a replaced incarnation's cycles (layers that refer
     to each other, handler tables of bound methods), so reference counting
     frees it and the simulator need not walk every live node to find it."""
-    rp = replay(hours=24, round_seconds=900, measure_from=None)
+    rp = replay(hours=16, round_seconds=900, measure_from=None)  # 39 rejoins
     sim = Simulation(SimConfig.for_trace(rp, events_per_round=5, seed=4))
     sim.retired_nodes = retired = CyclicGarbageAtEachRetirement()
     summary = sim.run()
