@@ -212,28 +212,41 @@ def tman_buffer(
     `cap`: entries at most; `stale_after`: in the driver's time unit."""
     limit = now - stale_after
     taddr = target.address
-    fresh = [e.heard >= limit and e.profile.address != taddr for e in pool]
+    n = len(pool)
+
+    def fresh(i: int) -> bool:
+        e = pool[i]
+        return e.heard >= limit and e.profile.address != taddr
+
     mine = Entry(me, now)
-    if sum(fresh) + 1 <= cap:
-        return to_wire_entries([e for e, ok in zip(pool, fresh, strict=True) if ok] + [mine], now)
+    # Whether all fresh candidates and we fit: count them only until cap of
+    # them are found (the pool is usually several times the cap).
+    found = 0
+    for i in range(n):
+        if fresh(i):
+            found += 1
+            if found >= cap:
+                break
+    if found + 1 <= cap:
+        return to_wire_entries([e for i, e in enumerate(pool) if fresh(i)] + [mine], now)
     # the closest to the receiver first (ties: our pool's order, ourselves last)
     t = target.ident
-    near = ring.nearest(t, cap // 2, fresh.__getitem__)
+    near = ring.nearest(t, cap // 2, fresh)
     d = (me.ident - t) % RING_SIZE
-    near.append((min(d, RING_SIZE - d), len(pool)))
+    near.append((min(d, RING_SIZE - d), n))
     near.sort()
     chosen: dict = {}
     for _, i in near[: cap // 2]:
-        e = pool[i] if i < len(pool) else mine
+        e = pool[i] if i < n else mine
         chosen[e.profile.address] = e
     for addr, e in links.items():
         if addr != taddr:
             chosen.setdefault(addr, e)
-    for e, ok in zip(pool, fresh, strict=True):
+    for i in range(n):
         if len(chosen) >= cap:
             break
-        if ok:
-            chosen.setdefault(e.profile.address, e)
+        if fresh(i):
+            chosen.setdefault(pool[i].profile.address, pool[i])
     if len(chosen) < cap:
         chosen.setdefault(mine.profile.address, mine)
     return to_wire_entries(list(chosen.values())[:cap], now)
