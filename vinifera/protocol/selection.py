@@ -222,13 +222,15 @@ def tman_buffer(
     # Whether all fresh candidates and we fit: count them only until cap of
     # them are found (the pool is usually several times the cap).
     found = 0
-    for i in range(n):
-        if fresh(i):
+    for e in pool:
+        if e.heard >= limit and e.profile.address != taddr:
             found += 1
             if found >= cap:
                 break
     if found + 1 <= cap:
-        return to_wire_entries([e for i, e in enumerate(pool) if fresh(i)] + [mine], now)
+        return to_wire_entries(
+            [e for e in pool if e.heard >= limit and e.profile.address != taddr] + [mine], now
+        )
     # the closest to the receiver first (ties: our pool's order, ourselves last)
     t = target.ident
     near = ring.nearest(t, cap // 2, fresh)
@@ -242,11 +244,11 @@ def tman_buffer(
     for addr, e in links.items():
         if addr != taddr:
             chosen.setdefault(addr, e)
-    for i in range(n):
+    for e in pool:
         if len(chosen) >= cap:
             break
-        if fresh(i):
-            chosen.setdefault(pool[i].profile.address, pool[i])
+        if e.heard >= limit and e.profile.address != taddr:
+            chosen.setdefault(e.profile.address, e)
     if len(chosen) < cap:
         chosen.setdefault(mine.profile.address, mine)
     return to_wire_entries(list(chosen.values())[:cap], now)
