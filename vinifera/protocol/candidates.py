@@ -110,6 +110,7 @@ class Candidates:
         silent = self.vetting.silent
         caps = self.caps
         base = now - self.transit  # as from_wire_entries back-dates
+        host: Hashable | None = None  # the source's, found at the first need
         for p, age in pairs:
             addr = p.address
             if silent and addr in silent:
@@ -117,8 +118,11 @@ class Candidates:
             heard = base - age
             cur = inbox.get(addr)
             if cur is None:
-                if len(inbox) < MAX_INBOX and caps.admit(addr, source):
-                    inbox[addr] = Entry(p, heard)
+                if len(inbox) < MAX_INBOX:
+                    if host is None:
+                        host = caps.host_of(source)
+                    if caps.admit_from(addr, host):
+                        inbox[addr] = Entry(p, heard)
             elif heard > cur.heard:
                 inbox[addr] = Entry(p, heard)
 

@@ -108,9 +108,13 @@ class SourceCaps:
         if source is None:
             self.release(address)
             return True
+        return address in self._origin or self.admit_from(address, self.host_of(source))
+
+    def admit_from(self, address: Hashable, host: Hashable) -> bool:
+        """admit, for gossip from a source whose host is known (a message's
+        entries share one source: its host is found once)."""
         if address in self._origin:
             return True
-        host = self.host_of(source)
         n = self._counts.get(host, 0)
         if n >= self.cap:
             return False
