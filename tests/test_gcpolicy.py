@@ -58,7 +58,11 @@ def test_a_simulation_keeps_a_freeze_made_before_it(restored_gc):
     frozen = gc.get_freeze_count()
     with quiet_garbage_collector():
         pass
-    assert gc.get_freeze_count() >= frozen
+    # Unfrozen, the count would be 0. A frozen object can still die by
+    # reference counting meanwhile (the test worker's own threads free a
+    # few: CI once saw 176,283 -> 176,281), so not exactly >= frozen.
+    assert frozen > 1_000
+    assert gc.get_freeze_count() > 0.99 * frozen
     assert gc.get_threshold() == DAEMON_THRESHOLDS
 
 
