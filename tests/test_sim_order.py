@@ -5,6 +5,7 @@ were scheduled (what lets the nodes be split between processes)."""
 from __future__ import annotations
 
 import itertools
+import random
 
 from vinifera.sim.driver import JOIN, MESSAGE, TICK
 from vinifera.sim.events import DRIVER, EventQueue
@@ -73,3 +74,36 @@ def test_a_new_incarnation_numbers_its_events_from_its_incarnation_alone():
         # at the same time and target, the old incarnation's events come first
         assert [ev[-1] for ev in events][:2] == ["old", "new, as early as the old"]
     assert keys[0] == keys[1]
+
+
+def test_events_a_period_ahead_keep_the_order_of_one_heap():
+    # ticks go in the queue's line, messages in its heap; with ties of
+    # times between ticks, and between ticks and messages, the order must
+    # be the one a single heap of every entry gives
+    rng = random.Random(3)
+    period = 1.0
+    line_q, heap_q = EventQueue(), EventQueue()
+    starts = [rng.choice([0.0, 0.25, 0.5]) for _ in range(12)]  # shared start times
+    for node, t in enumerate(starts):
+        line_q.push_later(t, TICK, node, None, node)
+        heap_q.push(t, TICK, node, None, node)
+    seen, expected = [], []
+    for q, out in ((line_q, seen), (heap_q, expected)):
+        r = random.Random(4)
+        for _ in range(400):
+            ev = q.pop_until(30.0)
+            assert ev is not None
+            t, _target, _origin, _seq, kind, a, _b = ev
+            out.append(ev[:5])
+            if kind == TICK:
+                if q is line_q:
+                    q.push_later(t + period, TICK, a, None, a)
+                else:
+                    q.push(t + period, TICK, a, None, a)
+                for _ in range(r.randrange(3)):
+                    # a message, now and then at exactly another tick's time
+                    delay = r.choice([0.25, 0.5, r.uniform(0.01, 0.1)])
+                    q.push(t + delay, MESSAGE, r.randrange(12), None, a)
+    assert seen == expected
+    assert any(a[0] == b[0] for a, b in zip(seen, seen[1:]))  # ties were met
+    assert len(line_q._line) > 0 and len(line_q._heap) > 0
