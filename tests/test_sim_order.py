@@ -4,8 +4,11 @@ were scheduled (what lets the nodes be split between processes)."""
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import random
+
+import pytest
 
 from vinifera.sim.driver import JOIN, MESSAGE, TICK
 from vinifera.sim.events import DRIVER, EventQueue
@@ -76,34 +79,33 @@ def test_a_new_incarnation_numbers_its_events_from_its_incarnation_alone():
     assert keys[0] == keys[1]
 
 
-def test_events_a_period_ahead_keep_the_order_of_one_heap():
-    # ticks go in the queue's line, messages in its heap; with ties of
-    # times between ticks, and between ticks and messages, the order must
-    # be the one a single heap of every entry gives
-    rng = random.Random(3)
-    period = 1.0
-    line_q, heap_q = EventQueue(), EventQueue()
-    starts = [rng.choice([0.0, 0.25, 0.5]) for _ in range(12)]  # shared start times
-    for node, t in enumerate(starts):
-        line_q.push_later(t, TICK, node, None, node)
-        heap_q.push(t, TICK, node, None, node)
-    seen, expected = [], []
-    for q, out in ((line_q, seen), (heap_q, expected)):
-        r = random.Random(4)
-        for _ in range(400):
-            ev = q.pop_until(30.0)
-            assert ev is not None
-            t, _target, _origin, _seq, kind, a, _b = ev
-            out.append(ev[:5])
+
+@pytest.mark.parametrize("width", [1e-3, 0.03, 1 / 64, 0.25, 5.0])
+def test_the_calendar_pops_in_the_order_of_one_heap(width):
+    # events pushed before and while the queue is read, some at the very
+    # time being read, some at equal times, some into the bucket being
+    # read or an earlier one: the order is that of one heap of them all
+    rng = random.Random(int(width * 1000) + 1)
+    queue, heap = EventQueue(width), []
+
+    def push(t, kind, a, origin):
+        entry = queue.entry(t, kind, a, None, origin)
+        queue.push_entry(entry)
+        heapq.heappush(heap, entry)
+
+    for node in range(20):
+        push(rng.choice([0.0, 0.25, 0.5, rng.random()]), TICK, node, node)
+    popped, now = 0, 0.0
+    for limit in [0.3, 0.3, 1.0, 2.5, 2.5, 6.0, 12.0]:
+        while (ev := queue.pop_until(limit)) is not None:
+            assert ev == heapq.heappop(heap)
+            popped += 1
+            now, kind, a = ev[0], ev[4], ev[5]
             if kind == TICK:
-                if q is line_q:
-                    q.push_later(t + period, TICK, a, None, a)
-                else:
-                    q.push(t + period, TICK, a, None, a)
-                for _ in range(r.randrange(3)):
-                    # a message, now and then at exactly another tick's time
-                    delay = r.choice([0.25, 0.5, r.uniform(0.01, 0.1)])
-                    q.push(t + delay, MESSAGE, r.randrange(12), None, a)
-    assert seen == expected
-    assert any(a[0] == b[0] for a, b in zip(seen, seen[1:]))  # ties were met
-    assert len(line_q._line) > 0 and len(line_q._heap) > 0
+                push(now + 1.0, TICK, a, a)
+            for _ in range(rng.randrange(3)):
+                delay = rng.choice([0.0, 0.25, 0.5, 1.0, rng.uniform(0.0, 0.1)])
+                push(now + delay, MESSAGE, rng.randrange(20), a)
+        assert not heap or heap[0][0] >= limit
+        assert len(queue) == len(heap)
+    assert popped > 200

@@ -62,7 +62,7 @@ class Simulation:
         if log_dir is None and overlay.log_links:
             overlay = overlay.with_(log_links=False)  # nothing would read them
         self.overlay_config = overlay
-        self.queue = EventQueue()
+        self.queue = EventQueue(overlay.period / 64)
         self.nodes: list[Any] = []  # index = address (None: a trace node not yet joined)
         self.alive: dict[int, Node] = {}  # address -> node, in join order
         self.death_time: dict[int, float] = {}
@@ -162,7 +162,7 @@ class Simulation:
                 if node is None or node is not b:
                     continue  # died (or left) since this tick was scheduled
                 self._act(t, node.tick(t), a)
-                queue.push_later(t + period, TICK, a, node, a)
+                queue.push(t + period, TICK, a, node, a)
             elif kind == PUBLISH:
                 if alive:
                     address = self.event_rng.choice(list(alive))
@@ -182,7 +182,7 @@ class Simulation:
                 if part is not None and not part.join(a, node.ident):
                     continue  # another process runs it
                 self._act(t, node.start(t, bootstrap), a)
-                queue.push_later(t + period, TICK, a, node, a)
+                queue.push(t + period, TICK, a, node, a)
 
     def _act(self, now: float, actions: list, origin: int) -> None:
         """Carry out what node `origin` asked for: its messages into the
