@@ -22,6 +22,7 @@ COMPILED = [
     "vinifera/ring.py",
     "vinifera/ranges.py",
     "vinifera/ledger.py",
+    "vinifera/matching.py",
     "vinifera/protocol/actions.py",
     "vinifera/protocol/candidates.py",
     "vinifera/protocol/config.py",

@@ -3,6 +3,7 @@
 import json
 import math
 import pickle
+from types import MappingProxyType
 
 import pytest
 from hypothesis import given, settings
@@ -119,6 +120,9 @@ def test_matching_examples():
     assert not s.matches({"temp": 0.5, "city": "Stockholm"})
     assert not s.matches({"temp": -5.0, "city": "Stockholmx"})
     assert not s.matches({"temp": -5.0})
+    # any mapping, not only a dict
+    assert s.matches(MappingProxyType({"temp": -5.0, "city": "Stockholm"}))
+    assert not s.matches(MappingProxyType({"temp": 0.5, "city": "Stockholm"}))
 
 
 @settings(max_examples=200)

@@ -30,6 +30,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterator
 
+from vinifera.matching import satisfies
 from vinifera.schema import Schema
 from vinifera.subscription import Event, Subscription
 
@@ -155,7 +156,7 @@ class Ledger:
                         v = column[i]
                         if v is None or not lo <= v <= hi:
                             continue
-                        if more and not sub.matches(event_values[i]):
+                        if more and not satisfies(sub.constraints, event_values[i]):
                             continue
                         expected += 1
                         got = delivered_at.get((eids[i], node))
@@ -171,7 +172,7 @@ class Ledger:
             for t, _ in deliveries:
                 k = bisect.bisect_right(since, t) - 1
                 sub = history[k][1] if k >= 0 else None
-                if sub is None or not sub.matches(values):
+                if sub is None or not satisfies(sub.constraints, values):
                     false_positives += 1
         n_events = len(self.events)
         in_window = [

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vinifera.errors import SchemaError, brief
+from vinifera.matching import satisfies
 from vinifera.schema import Schema
 
 __all__ = ["Event", "Subscription"]
@@ -98,12 +99,7 @@ class Subscription:
 
         An attribute the subscription constrains but ``values`` lacks fails.
         """
-        get = values.get
-        for name, lo, hi in self.constraints:
-            v = get(name)
-            if v is None or not lo <= v <= hi:
-                return False
-        return True
+        return satisfies(self.constraints, values if type(values) is dict else dict(values))
 
     def to_plain(self) -> list[list[Any]]:
         """[[name, lo, hi], ...]: msgpack/JSON friendly."""

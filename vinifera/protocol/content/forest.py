@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, NamedTuple
 
+from vinifera.matching import satisfies
 from vinifera.protocol import messages as m
 from vinifera.protocol.actions import Deliver, Log, Send
 from vinifera.protocol.content.crt import Row
@@ -80,7 +81,7 @@ class Forest:
         c.counters["events_published"] += 1
         c.out.append(Log(record(now, c.name, "publish", eid=eid, values=event.to_plain())))
         sub = c.profile.subscription
-        interested = sub is not None and sub.matches(event.values)
+        interested = sub is not None and satisfies(sub.constraints, event.values)
         if interested:
             self._deliver(now, eid, event, None, 0)
         sent: set[Hashable] = set()
@@ -143,7 +144,7 @@ class Forest:
         c = self.content
         c.overlay.refresh_link(now, msg.profile)
         sub = c.profile.subscription
-        interested = sub is not None and sub.matches(msg.event.values)
+        interested = sub is not None and satisfies(sub.constraints, msg.event.values)
         cap = c.config.capacity
         self.period_events += 1
         if cap is not None and self.period_events > cap:
@@ -288,8 +289,8 @@ class Forest:
             addr
             for addr, entry in c.overlay.links.by_address.items()
             if addr not in skip
-            and entry.profile.subscription is not None
-            and entry.profile.subscription.matches(values)
+            and (sub := entry.profile.subscription) is not None
+            and satisfies(sub.constraints, values)
         ]
         fanout = cfg.push_fanout
         if fanout is not None and len(targets) > fanout:
