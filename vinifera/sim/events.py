@@ -19,10 +19,11 @@ class EventQueue:
     """A calendar of buckets of `width` time units each: an event goes to
     the bucket its time falls in (the index grows with the time), and a
     bucket is sorted by the key above only when its turn comes, then read
-    in order. A heap of every event would compare scattered entries at
-    each step (a third of the sorting's work, but on memory the rest of
-    the simulation keeps evicting); a bucket is sorted while it sits in
-    the cache. The order is exactly one heap's: buckets go in index
+    in order. A heap of every event compares entries scattered over
+    memory that the rest of the simulation keeps evicting, at every push
+    and pop; a bucket is sorted in one pass, while it sits in the cache
+    (fewer instructions too: docs/results.md, "The event queue as sorted
+    buckets"). The order is exactly one heap's: buckets go in index
     order, and an event for the bucket being read (or one before it) is
     inserted in its place among what is left of it."""
 
