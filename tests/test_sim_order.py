@@ -79,7 +79,6 @@ def test_a_new_incarnation_numbers_its_events_from_its_incarnation_alone():
     assert keys[0] == keys[1]
 
 
-
 @pytest.mark.parametrize("width", [1e-3, 0.03, 1 / 64, 0.25, 5.0])
 def test_the_calendar_pops_in_the_order_of_one_heap(width):
     # events pushed before and while the queue is read, some at the very

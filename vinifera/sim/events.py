@@ -27,7 +27,16 @@ class EventQueue:
     order, and an event for the bucket being read (or one before it) is
     inserted in its place among what is left of it."""
 
-    __slots__ = ("_per_unit", "_buckets", "_indices", "_current", "_index", "_next", "_size", "_seq")
+    __slots__ = (
+        "_per_unit",
+        "_buckets",
+        "_indices",
+        "_current",
+        "_index",
+        "_next",
+        "_size",
+        "_seq",
+    )
 
     def __init__(self, width: float = 1 / 64) -> None:
         if not width > 0:
