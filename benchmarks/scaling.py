@@ -71,8 +71,8 @@ def with_real_addresses(msg: m.Message) -> m.Message:
         value = getattr(msg, slot)
         if slot == "profile":
             value = _profile(value)
-        elif slot == "entries":
-            value = tuple((_profile(p), age) for p, age in value)
+        elif slot == "profiles":
+            value = tuple(_profile(p) for p in value)
         elif slot == "rows":
             value = tuple((a, host(nb), ttl, fs) for a, nb, ttl, fs in value)
         values.append(value)

@@ -27,8 +27,8 @@ def requests(victim: str) -> dict[str, bytes]:
     me = Profile(victim, 7, None)
     return {
         "join": encode(m.Join(me)),
-        "tman": encode(m.TmanRequest(me, ())),
-        "shuffle": encode(m.Shuffle(me, ((me, 0.0),))),
+        "tman": encode(m.TmanRequest(me, (), ())),
+        "shuffle": encode(m.Shuffle(me, (me,), (0.0,))),
         "ping": encode(m.Ping(me)),
         "hello": encode_handshake(Hello(HELLO_OFFER)),
         "challenge": encode_handshake(Challenge(HELLO_OFFER)),

@@ -75,8 +75,8 @@ def test_a_link_goes_only_to_a_node_that_answered_a_trial_ping():
     a.start(0.0)
     b.start(0.0)
     fake = Profile(99, 150, SUB)  # between a and b: the best ring candidate for both
-    entries = ((fake, 0.0), (b.profile, 0.0))
-    out = a.receive(0.1, m.TmanRequest(Profile(3, 300, SUB), entries))
+    gossip = ((fake, b.profile), (0.0, 0.0))
+    out = a.receive(0.1, m.TmanRequest(Profile(3, 300, SUB), *gossip))
     out += a.tick(1.0)
     pinged = {s.dest for s in out if type(s) is Send and type(s.message) is m.Ping}
     assert {99, 2} <= pinged  # trial pings to the candidates a would link to
@@ -87,7 +87,7 @@ def test_a_link_goes_only_to_a_node_that_answered_a_trial_ping():
     assert a.overlay.links.succ == 2  # linked at the next reselection
     a.tick(3.5)  # the fake's trial is older than answer_within: silence
     assert a.overlay.vetting.is_silent(99)
-    a.receive(3.6, m.TmanRequest(Profile(3, 300, SUB), entries))
+    a.receive(3.6, m.TmanRequest(Profile(3, 300, SUB), *gossip))
     assert 99 not in a.overlay.candidates.inbox  # its gossip is not believed any more
     assert 99 not in a.overlay.links.by_address
 
@@ -120,7 +120,7 @@ def small_world_after_a_trial(young_for: float) -> tuple[tuple, tuple]:
     stand_in, best = Profile(4, 300_000, SUB), Profile(5, 320_000, SUB)
     for p in (succ, pred, stand_in):
         a.receive(0.1, m.Ping(p))  # they answered us: vetted
-    a.receive(0.1, m.TmanRequest(succ, ((best, 0.0),)))  # the best, by hearsay
+    a.receive(0.1, m.TmanRequest(succ, (best,), (0.0,)))  # the best, by hearsay
     out = a.tick(1.0)
     assert any(type(s) is Send and s.dest == 5 and type(s.message) is m.Ping for s in out)
     first = a.overlay.links.small_world

@@ -67,14 +67,14 @@ def prof(port: int = 7000, sub=SUB, ident: int = 12345) -> Profile:
 
 def sample_messages() -> list[m.Message]:
     p = prof()
-    entries = ((prof(7001, None, RING_MAX), 0.5), (prof(7002), 12.0))
+    gossip = ((prof(7001, None, RING_MAX), prof(7002)), (0.5, 12.0))
     return [
         m.Join(p),
-        m.JoinReply(p, entries),
-        m.Shuffle(p, entries),
-        m.ShuffleReply(p, ()),
-        m.TmanRequest(p, entries),
-        m.TmanReply(p, entries),
+        m.JoinReply(p, *gossip),
+        m.Shuffle(p, *gossip),
+        m.ShuffleReply(p, (), ()),
+        m.TmanRequest(p, *gossip),
+        m.TmanReply(p, *gossip),
         m.Ping(p),
         m.Pong(p),
         m.Leave(p),
@@ -344,7 +344,9 @@ subs = st.one_of(
 idents = st.integers(0, RING_MAX)
 ages = st.floats(0, 1e6)
 profiles = st.builds(Profile, addresses(), idents, subs, st.integers(0, 10))
-entries = st.lists(st.tuples(profiles, ages), max_size=5).map(tuple)
+gossip = st.lists(st.tuples(profiles, ages), max_size=5).map(
+    lambda pairs: (tuple(p for p, _ in pairs), tuple(a for _, a in pairs))
+)
 intervals = st.lists(
     st.tuples(idents, idents).map(lambda t: (min(t), max(t))), min_size=1, max_size=3
 ).map(tuple)
@@ -361,10 +363,10 @@ messages = st.one_of(
     st.builds(m.Join, profiles),
     st.builds(m.Ping, profiles),
     st.builds(m.Leave, profiles),
-    st.builds(m.JoinReply, profiles, entries),
-    st.builds(m.Shuffle, profiles, entries),
-    st.builds(m.TmanRequest, profiles, entries),
-    st.builds(m.TmanReply, profiles, entries),
+    st.builds(lambda p, g, k=m.JoinReply: k(p, *g), profiles, gossip),
+    st.builds(lambda p, g, k=m.Shuffle: k(p, *g), profiles, gossip),
+    st.builds(lambda p, g, k=m.TmanRequest: k(p, *g), profiles, gossip),
+    st.builds(lambda p, g, k=m.TmanReply: k(p, *g), profiles, gossip),
     st.builds(m.Install, profiles, attrs, row_filters),
     st.builds(
         m.Refresh,
@@ -420,9 +422,11 @@ def test_oversized_rows_are_refused_and_gossip_is_truncated():
     with pytest.raises(OversizeError):
         encode_datagrams(m.Handover(p, 5, tuple(("temp", "127.0.0.1:1", 1.0, (huge,) * 64)
                                                 for _ in range(3))))  # fmt: skip
-    gossip = tuple((Profile(f"127.0.0.1:{1000 + i}", i, SUB), 0.0) for i in range(2000))
-    (one,) = encode_datagrams(m.Shuffle(p, gossip))
-    assert 0 < len(Decoder(SCHEMA).decode_untrusted(one).entries) < 2000
+    many = tuple(Profile(f"127.0.0.1:{1000 + i}", i, SUB) for i in range(2000))
+    (one,) = encode_datagrams(m.Shuffle(p, many, (0.0,) * 2000))
+    got = Decoder(SCHEMA).decode_untrusted(one)
+    assert 0 < len(got.profiles) == len(got.ages) < 2000
+    assert got.profiles == many[: len(got.profiles)]
 
 
 @pytest.mark.parametrize(
@@ -566,8 +570,8 @@ def test_the_depth_check_counts_array_bytes_only_as_a_shortcut(top):
 
 
 def test_the_deepest_honest_message_is_not_too_deep():
-    entries = ((prof(7001), 1.0),)  # gossip entry -> profile -> subscription -> constraint
-    msg = m.TmanReply(prof(), entries)
+    # gossip entry -> profile -> subscription -> constraint
+    msg = m.TmanReply(prof(), (prof(7001),), (1.0,))
     assert fields(Decoder(SCHEMA).decode_untrusted(encode(msg))) == fields(msg)
 
 

@@ -59,18 +59,18 @@ def sample_messages(schema: Schema, port: int = 7000) -> list[m.Message]:
     event = Event.build(schema, {attr.name: lo})
     p = Profile(f"127.0.0.1:{port}", 12345, sub, seq=3)
     peer = Profile("127.0.0.9:7001", RING_MAX, None, seq=0)
-    entries = ((peer, 0.5), (p, 12.0))
+    gossip = ((peer, p), (0.5, 12.0))
     ivs = ((0, 10), (RING_MAX - 5, RING_MAX))
     owner = "127.0.0.9:7003"
     name = attr.name
     row_filter = Filter(IntervalSet.from_intervals(ivs), ((name, IntervalSet.of(5, 99)),), 2)
     return [
         m.Join(p),
-        m.JoinReply(p, entries),
-        m.Shuffle(p, entries),
-        m.ShuffleReply(p, ()),
-        m.TmanRequest(p, entries),
-        m.TmanReply(p, entries),
+        m.JoinReply(p, *gossip),
+        m.Shuffle(p, *gossip),
+        m.ShuffleReply(p, (), ()),
+        m.TmanRequest(p, *gossip),
+        m.TmanReply(p, *gossip),
         m.Ping(p),
         m.Pong(p),
         m.Leave(p),

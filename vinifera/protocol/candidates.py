@@ -102,20 +102,21 @@ class Candidates:
                 inbox[addr] = e
 
     def stash_wire(
-        self, now: float, pairs: Iterable[tuple[Profile, float]], source: Hashable
+        self, now: float, profiles: tuple[Profile, ...], ages: tuple[float, ...], source: Hashable
     ) -> None:
-        """stash of gossip as received, (profile, age) pairs: an Entry is
-        made only for what is kept (most of a T-Man buffer is not)."""
+        """stash of gossip as received (profiles and their ages): an Entry
+        is made only for what is kept (most of a T-Man buffer is not)."""
         inbox = self.inbox
         silent = self.vetting.silent
         caps = self.caps
         base = now - self.transit  # as from_wire_entries back-dates
         host: Hashable | None = None  # the source's, found at the first need
-        for p, age in pairs:
+        for i in range(len(profiles)):
+            p = profiles[i]
             addr = p.address
             if silent and addr in silent:
                 continue
-            heard = base - age
+            heard = base - ages[i]
             cur = inbox.get(addr)
             if cur is None:
                 if len(inbox) < MAX_INBOX:

@@ -9,7 +9,8 @@ from typing import NamedTuple
 
 from vinifera.protocol.profile import Profile
 
-# entries: tuple of (Profile, age) pairs, age in protocol time units.
+# Gossip carries descriptors as two tuples of one length: profiles and their
+# ages (protocol time units); flat, so that a buffer is not a tuple per entry.
 
 
 class Message:
@@ -24,11 +25,18 @@ class Message:
 
 
 class WithEntries(Message):
-    __slots__ = ("entries",)
+    __slots__ = ("profiles", "ages")
 
-    def __init__(self, profile: Profile, entries: tuple) -> None:
+    def __init__(
+        self, profile: Profile, profiles: tuple[Profile, ...], ages: tuple[float, ...]
+    ) -> None:
         self.profile = profile
-        self.entries = entries
+        self.profiles = profiles
+        self.ages = ages
+
+    def pairs(self) -> list[tuple[Profile, float]]:
+        """The descriptors as (profile, age) pairs."""
+        return list(zip(self.profiles, self.ages, strict=True))
 
 
 class Join(Message):

@@ -147,9 +147,9 @@ class Overlay:
         if started is not None:
             target, sent = started
             mine = Entry(self.profile, now)
-            wire = to_wire_entries([mine, *sent], now)
+            profiles, ages = to_wire_entries([mine, *sent], now)
             self.vetting.ask(target, now)
-            self.out.append(Send(target, m.Shuffle(self.profile, wire)))
+            self.out.append(Send(target, m.Shuffle(self.profile, profiles, ages)))
         # T-Man: reselect from everything we know; silent links fall out.
         before = self.links.by_address
         known = self._candidates(now)
@@ -168,9 +168,10 @@ class Overlay:
             pool = links or self.cyclon.entries()
             if pool:
                 target = self._exchange_partner(pool)
-                buf = self._tman_buffer(now, target)
+                profiles, ages = self._tman_buffer(now, target)
                 self.vetting.ask(target.address, now)
-                self.out.append(Send(target.address, m.TmanRequest(self.profile, buf)))
+                request = m.TmanRequest(self.profile, profiles, ages)
+                self.out.append(Send(target.address, request))
         # Probe links we have not heard from lately.
         ping = None
         probe = now - self.durations.probe_after
@@ -194,13 +195,13 @@ class Overlay:
 
     def on_join(self, now: float, msg: m.Join) -> None:
         entry = self._heard_from(now, msg.profile)
-        buf = self._tman_buffer(now, msg.profile)
-        self.out.append(Send(msg.profile.address, m.JoinReply(self.profile, buf)))
+        profiles, ages = self._tman_buffer(now, msg.profile)
+        self.out.append(Send(msg.profile.address, m.JoinReply(self.profile, profiles, ages)))
         self.cyclon.insert(entry)
 
     def on_join_reply(self, now: float, msg: m.JoinReply) -> None:
         entry = self._heard_from(now, msg.profile)
-        received = self._believable(now, self._decode(now, msg.entries))
+        received = self._believable(now, self._decode(now, msg))
         self.cyclon.merge(received, [])  # our bootstrap's answer: no cap
         self.cyclon.insert(entry)
         self.candidates.stash(received, msg.profile.address)
@@ -208,14 +209,14 @@ class Overlay:
 
     def on_shuffle(self, now: float, msg: m.Shuffle) -> None:
         self._heard_from(now, msg.profile)
-        received = self._believable(now, self._decode(now, msg.entries))
+        received = self._believable(now, self._decode(now, msg))
         reply = self.cyclon.answer_shuffle(msg.profile.address, received)
-        wire = to_wire_entries(reply, now)
-        self.out.append(Send(msg.profile.address, m.ShuffleReply(self.profile, wire)))
+        profiles, ages = to_wire_entries(reply, now)
+        self.out.append(Send(msg.profile.address, m.ShuffleReply(self.profile, profiles, ages)))
 
     def on_shuffle_reply(self, now: float, msg: m.ShuffleReply) -> None:
         self._heard_from(now, msg.profile)
-        received = self._believable(now, self._decode(now, msg.entries))
+        received = self._believable(now, self._decode(now, msg))
         for e in received:
             self.id_sample.add(e.profile.ident)
         self.cyclon.finish_shuffle(msg.profile.address, received)
@@ -224,15 +225,15 @@ class Overlay:
         """Passive side: answer now, merge at the next reselection (at most
         one period later), which halves the selection work."""
         self._heard_from(now, msg.profile)
-        reply = self._tman_buffer(now, msg.profile)
-        self.out.append(Send(msg.profile.address, m.TmanReply(self.profile, reply)))
-        self.candidates.stash_wire(now, msg.entries, msg.profile.address)
+        profiles, ages = self._tman_buffer(now, msg.profile)
+        self.out.append(Send(msg.profile.address, m.TmanReply(self.profile, profiles, ages)))
+        self.candidates.stash_wire(now, msg.profiles, msg.ages, msg.profile.address)
 
     def on_tman_reply(self, now: float, msg: m.TmanReply) -> None:
         """Merged at the next reselection, like a request: one selection
         per period."""
         self._heard_from(now, msg.profile)
-        self.candidates.stash_wire(now, msg.entries, msg.profile.address)
+        self.candidates.stash_wire(now, msg.profiles, msg.ages, msg.profile.address)
 
     def on_ping(self, now: float, msg: m.Ping) -> None:
         self._heard_from(now, msg.profile)
@@ -285,8 +286,8 @@ class Overlay:
         self.candidates.contact(entry)
         return entry
 
-    def _decode(self, now: float, pairs: Iterable[tuple[Profile, float]]) -> list[Entry]:
-        return from_wire_entries(pairs, now, self.transit)
+    def _decode(self, now: float, msg: m.WithEntries) -> list[Entry]:
+        return from_wire_entries(msg.profiles, msg.ages, now, self.transit)
 
     def _believable(self, now: float, entries: Iterable[Entry]) -> list[Entry]:
         return self.candidates.believable(now, self.profile.address, entries)
@@ -422,7 +423,9 @@ class Overlay:
             self.friend_scores,
         )
 
-    def _tman_buffer(self, now: float, target: Profile) -> tuple:
+    def _tman_buffer(
+        self, now: float, target: Profile
+    ) -> tuple[tuple[Profile, ...], tuple[float, ...]]:
         return tman_buffer(
             self.profile,
             now,

@@ -8,7 +8,7 @@ every message, so any message doubles as a heartbeat.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable
 
 from vinifera.subscription import Subscription
 
@@ -75,16 +75,18 @@ def fresher(a: Entry, b: Entry) -> bool:
     return a.profile.seq > b.profile.seq
 
 
-def to_wire_entries(entries: Iterable[Entry], now: float) -> tuple:
-    """Entries as (profile, age) pairs: ages, not times, cross the network
-    because peers' clocks are not comparable."""
-    return tuple([(e.profile, now - e.heard) for e in entries])
+def to_wire_entries(
+    entries: list[Entry], now: float
+) -> tuple[tuple[Profile, ...], tuple[float, ...]]:
+    """Entries as their profiles and ages (a message's two tuples): ages,
+    not times, cross the network because peers' clocks are not comparable."""
+    return tuple([e.profile for e in entries]), tuple([now - e.heard for e in entries])
 
 
 def from_wire_entries(
-    pairs: Iterable[tuple[Profile, float]], now: float, transit: float
+    profiles: tuple[Profile, ...], ages: tuple[float, ...], now: float, transit: float
 ) -> list[Entry]:
     """Back-date received evidence by the transit allowance: time in flight
     is not in the age, and must not make anyone look younger than they are."""
     base = now - transit
-    return [Entry(p, base - age) for p, age in pairs]
+    return [Entry(profiles[i], base - ages[i]) for i in range(len(profiles))]

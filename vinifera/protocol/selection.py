@@ -203,7 +203,7 @@ def tman_buffer(
     links: dict[Hashable, Entry],
     cap: int,
     stale_after: float,
-) -> tuple:
+) -> tuple[tuple[Profile, ...], tuple[float, ...]]:
     """What we send in a T-Man exchange, ranked for the receiver (T-Man's
     key to fast convergence): the candidates closest to its identifier
     first, then our own links (its neighbour's friends are likely its

@@ -43,10 +43,10 @@ def poison(
             step = RING_SIZE >> 20
             profiles = [Profile(a, (me + (i - fakes // 2) * step) % RING_SIZE, sub)
                         for i, a in enumerate(sorted(fake_addrs))]  # fmt: skip
-            entries = tuple((p, 0.0) for p in profiles)
+            gossip = (tuple(profiles), (0.0,) * len(profiles))
             attacker = Profile(ATTACKER, (me + 7) % RING_SIZE, sub)
-            sim.queue.push(t + 0.3 * period, MESSAGE, target_addr, m.Shuffle(attacker, entries))
-            sim.queue.push(t + 0.6 * period, MESSAGE, target_addr, m.TmanRequest(attacker, entries))
+            sim.queue.push(t + 0.3 * period, MESSAGE, target_addr, m.Shuffle(attacker, *gossip))
+            sim.queue.push(t + 0.6 * period, MESSAGE, target_addr, m.TmanRequest(attacker, *gossip))
         sim._run_until((r + 1) * period)
         if r >= warmup:
             target = sim.alive[target_addr]

@@ -209,11 +209,12 @@ class _Reader:
 
     def gossip(self, fields, cls):
         (raw,) = fields
-        entries = []
+        profiles, ages = [], []
         for pair in _array(raw, MAX_GOSSIP_ENTRIES, "entries"):
             p, age = _array(pair, 2, "entry", exact=2)
-            entries.append((self.profile(p), _float(age, 0.0, MAX_AGE, "age")))
-        return lambda prof: cls(prof, tuple(entries))
+            profiles.append(self.profile(p))
+            ages.append(_float(age, 0.0, MAX_AGE, "age"))
+        return lambda prof: cls(prof, tuple(profiles), tuple(ages))
 
 
 def _header(x) -> Header:

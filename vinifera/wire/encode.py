@@ -49,7 +49,7 @@ def _filter_out(f: Filter) -> list:
 
 
 def _gossip_out(msg) -> list:
-    return [[[_profile(p), float(age)] for p, age in msg.entries]]
+    return [[[_profile(p), float(age)] for p, age in zip(msg.profiles, msg.ages, strict=True)]]
 
 
 # Each kind's fields after [version, kind, profile], beside _READERS below.
@@ -126,14 +126,14 @@ def encode_bodies(msg: m.Message) -> list[Body]:
     raises OversizeError (content rows are capped far below a datagram:
     ContentConfig.max_filters_per_row and max_intervals)."""
     t = type(msg)
-    if t in GOSSIP_KINDS and len(msg.entries) > MAX_GOSSIP_ENTRIES:
-        msg = t(msg.profile, msg.entries[:MAX_GOSSIP_ENTRIES])
+    if t in GOSSIP_KINDS and len(msg.profiles) > MAX_GOSSIP_ENTRIES:
+        msg = t(msg.profile, msg.profiles[:MAX_GOSSIP_ENTRIES], msg.ages[:MAX_GOSSIP_ENTRIES])
     b = body(msg)
     if len(b.data) + HEADER_ROOM <= MAX_DATAGRAM:
         return [b]
-    entries = getattr(msg, "entries", ())
-    if t in GOSSIP_KINDS and len(entries) > 1:
-        return encode_bodies(type(msg)(msg.profile, entries[: len(entries) // 2]))
+    if t in GOSSIP_KINDS and len(msg.profiles) > 1:
+        half = len(msg.profiles) // 2
+        return encode_bodies(t(msg.profile, msg.profiles[:half], msg.ages[:half]))
     raise OversizeError(f"{t.__name__} does not fit in one datagram")
 
 
