@@ -23,6 +23,7 @@ COMPILED = [
     "vinifera/ranges.py",
     "vinifera/ledger.py",
     "vinifera/matching.py",
+    "vinifera/draws.py",
     "vinifera/protocol/actions.py",
     "vinifera/protocol/candidates.py",
     "vinifera/protocol/config.py",

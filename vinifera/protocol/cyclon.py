@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Hashable, Iterable
 
+from vinifera.draws import choice, sample
 from vinifera.protocol.profile import Entry, fresher
 from vinifera.protocol.vetting import SourceCaps
 
@@ -48,7 +49,7 @@ class Cyclon:
         self._drop(target)
         others = list(self.view.values())
         k = min(self.shuffle_length - 1, len(others))
-        sent = self.rng.sample(others, k) if k else []
+        sent = sample(self.rng, others, k) if k else []
         # Bounded: an unanswered shuffle is forgotten when we shuffle with it again.
         if len(self.pending) >= self.view_size:
             self.pending.pop(next(iter(self.pending)))
@@ -60,7 +61,7 @@ class Cyclon:
         then merge what was received in place of what we replied with."""
         candidates = [e for e in self.view.values() if e.profile.address != sender]
         k = min(self.shuffle_length, len(candidates))
-        reply = self.rng.sample(candidates, k) if k else []
+        reply = sample(self.rng, candidates, k) if k else []
         self.merge(received, [e.profile.address for e in reply], sender)
         return reply
 
@@ -112,7 +113,7 @@ class Cyclon:
                 self.view[addr] = entry
             return
         if len(self.view) >= self.view_size:
-            self._drop(self.rng.choice(list(self.view)))
+            self._drop(choice(self.rng, list(self.view)))
         self.view[addr] = entry
         if self.caps is not None:
             self.caps.release(addr)  # direct evidence: counts against no source

@@ -20,6 +20,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Hashable, Iterable, Sequence
 
+from vinifera.draws import choice
 from vinifera.protocol import messages as m
 from vinifera.protocol.actions import Log, Send
 from vinifera.protocol.candidates import MAX_INBOX, Candidates
@@ -448,7 +449,7 @@ class Overlay:
             return links.by_address[links.succ].profile
         if turn == 1 and links.pred is not None:
             return links.by_address[links.pred].profile
-        return self.rng.choice(pool).profile
+        return choice(self.rng, pool).profile
 
     # ----------------------------------------------------------------- misc
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, NamedTuple
 
+from vinifera.draws import sample
 from vinifera.matching import satisfies
 from vinifera.protocol import messages as m
 from vinifera.protocol.actions import Deliver, Log, Send
@@ -294,7 +295,7 @@ class Forest:
         ]
         fanout = cfg.push_fanout
         if fanout is not None and len(targets) > fanout:
-            targets = c.rng.sample(targets, fanout)
+            targets = sample(c.rng, targets, fanout)
         if targets:
             push = m.EventPush(c.profile, eid, event, hops + 1)  # one object: encoded once
             for addr in targets:
