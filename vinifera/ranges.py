@@ -9,13 +9,24 @@ alike two subscriptions' key ranges are for friend-link selection.
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
 from collections.abc import Iterable, Iterator
-from operator import itemgetter
 
 __all__ = ["IntervalSet", "interval_overlap_utility"]
 
-_lo_of = itemgetter(0)
+
+def _last_starting_by(iv: tuple[tuple[int, int], ...], x: int) -> int:
+    """The index of the last interval starting at or before x, or -1:
+    bisect_right by start, minus one, with no call per probe (compiled)."""
+    lo, hi = 0, len(iv)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if x < iv[mid][0]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo - 1
+
+
 _EMPTY: tuple[tuple[int, int], ...] = ()
 
 
@@ -47,7 +58,9 @@ class IntervalSet:
     @classmethod
     def _wrap(cls, iv: tuple[tuple[int, int], ...]) -> IntervalSet:
         # Trusted constructor: iv is already normalized.
-        s = cls()  # (not object.__new__(cls): a compiled class refuses it)
+        # (not object.__new__(cls): a compiled class refuses it; not cls():
+        # compiled, a call through the type object costs a generic call)
+        s = IntervalSet()
         s._iv = iv
         s._hash = None
         return s
@@ -118,7 +131,7 @@ class IntervalSet:
 
     def contains(self, x: int) -> bool:
         iv = self._iv
-        i = bisect_right(iv, x, key=_lo_of) - 1
+        i = _last_starting_by(iv, x)
         return i >= 0 and x <= iv[i][1]
 
     def __contains__(self, x: int) -> bool:  # (a compiled class takes no method aliases)
@@ -131,7 +144,7 @@ class IntervalSet:
         iv = self._iv
         # The last interval starting at or before hi is the only candidate:
         # every earlier one ends before it starts.
-        i = bisect_right(iv, hi, key=_lo_of) - 1
+        i = _last_starting_by(iv, hi)
         return i >= 0 and iv[i][1] >= lo
 
     def covers_interval(self, lo: int, hi: int) -> bool:
@@ -139,7 +152,7 @@ class IntervalSet:
         if lo > hi:
             return True
         iv = self._iv
-        i = bisect_right(iv, lo, key=_lo_of) - 1
+        i = _last_starting_by(iv, lo)
         return i >= 0 and iv[i][1] >= hi
 
     def covers(self, other: IntervalSet) -> bool:

@@ -142,7 +142,6 @@ class Candidates:
         address."""
         limit = now - self.durations.stale_after
         pool: dict[Hashable, Entry] = {}
-        get = pool.get
         sources: tuple[Iterable[Entry], ...] = (links, self.inbox.values(), ring_backups)
         if view is not None:
             sources += (view,)
@@ -151,7 +150,7 @@ class Candidates:
                 if e.heard < limit:
                     continue
                 addr = e.profile.address
-                cur = get(addr)
+                cur = pool.get(addr)
                 if (
                     cur is None
                     or e.heard > cur.heard

@@ -45,7 +45,12 @@ class Cyclon:
         (the caller prepends its own fresh descriptor)."""
         if not self.view:
             return None
-        target = min(self.view.values(), key=_heard_key).profile.address
+        oldest: Entry | None = None  # the first least recently heard (as min())
+        for e in self.view.values():
+            if oldest is None or e.heard < oldest.heard:
+                oldest = e
+        assert oldest is not None
+        target = oldest.profile.address
         self._drop(target)
         others = list(self.view.values())
         k = min(self.shuffle_length - 1, len(others))
@@ -135,7 +140,3 @@ class Cyclon:
     def _drop(self, address: Hashable) -> None:
         if self.view.pop(address, None) is not None and self.caps is not None:
             self.caps.release(address)
-
-
-def _heard_key(entry: Entry) -> float:
-    return entry.heard

@@ -383,12 +383,7 @@ class Overlay:
         taken stays vetted (its liveness is judged as before). While the
         node is young, small-world stand-ins are not held (young_for)."""
         vetting = self.vetting
-        current = self.links.by_address
-
-        def vetted(addr: Hashable) -> bool:
-            return addr in current or vetting.verified(addr, now)
-
-        untried = [a for a in links.by_address if not vetted(a)]
+        untried = [a for a in links.by_address if not self._is_vetted(a, now)]
         if not untried:
             if self._standins:
                 self._standins = set()
@@ -397,7 +392,7 @@ class Overlay:
         for addr in untried:
             if vetting.ask(addr, now):
                 self.out.append(Send(addr, ping))
-        kept = [e for e in cands if vetted(e.profile.address)]
+        kept = [e for e in cands if self._is_vetted(e.profile.address, now)]
         chosen = self._select(kept, RingIndex(kept))[0]
         if now < self._young_until:
             # few vetted candidates yet: the next reselection need not hold
@@ -406,6 +401,11 @@ class Overlay:
         elif self._standins:
             self._standins = set()
         return chosen
+
+    def _is_vetted(self, addr: Hashable, now: float) -> bool:
+        """A link may go to `addr`: it is one now, or it answered us lately.
+        (A method, not a nested function: compiled, that is a generic call.)"""
+        return addr in self.links.by_address or self.vetting.verified(addr, now)
 
     def _select(self, cands: list[Entry], ring: RingIndex) -> tuple[Links, list[Entry]]:
         held: Sequence[Hashable] = self.links.small_world

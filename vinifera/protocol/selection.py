@@ -6,7 +6,6 @@ arguments; the building blocks are in tman.py."""
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections import deque
 from collections.abc import Hashable, Sequence
 
 from vinifera.protocol.config import OverlayConfig
@@ -38,14 +37,22 @@ class IdentifierSample:
     targets)."""
 
     def __init__(self, size: int = 128) -> None:
-        self._arrival: deque[int] = deque(maxlen=size)
+        # arrival order in a ring of `size` slots (not a bounded deque: no
+        # compiled deque operations); _next is the oldest once it is full
+        self._arrival: list[int] = []
+        self._size = size
+        self._next = 0
         self.sorted: list[int] = []
 
     def add(self, ident: int) -> None:
         arrival, ordered = self._arrival, self.sorted
-        if len(arrival) == arrival.maxlen:
-            del ordered[bisect_left(ordered, arrival[0])]  # the oldest goes
-        arrival.append(ident)
+        if len(arrival) < self._size:
+            arrival.append(ident)
+        else:
+            i = self._next
+            del ordered[bisect_left(ordered, arrival[i])]  # the oldest goes
+            arrival[i] = ident
+            self._next = (i + 1) % self._size
         insort(ordered, ident)
 
 
