@@ -34,10 +34,6 @@ class WithEntries(Message):
         self.profiles = profiles
         self.ages = ages
 
-    def pairs(self) -> list[tuple[Profile, float]]:
-        """The descriptors as (profile, age) pairs."""
-        return list(zip(self.profiles, self.ages, strict=True))
-
 
 class Join(Message):
     """A newcomer asks a bootstrap node for a first sample of the overlay."""
