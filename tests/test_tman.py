@@ -13,7 +13,9 @@ from vinifera.protocol.tman import (
     PrimaryAttribute,
     RingIndex,
     draw_small_world_fractions,
+    friend_score,
     friend_utility,
+    in_target_octave,
     overlap_counts,
     rank_targets_sorted,
     ring_neighbourhood,
@@ -223,18 +225,24 @@ def test_rank_targets_of_a_sorted_sample_are_the_members_at_each_rank(me, sample
     st.integers(0, 15),
     st.integers(0, 8),
 )
-def test_nearest_are_the_k_smallest_distance_index_pairs(cands, target, k):
-    """RingIndex.nearest against its definition: the k smallest (ring
-    distance, index) pairs of the valid candidates. Identifiers from a small
-    space spread over the ring (so duplicates, exact half-ring ties and
-    the target itself occur, on both sides of zero)."""
+def test_nearest_fresh_are_the_k_smallest_distance_index_pairs(cands, target, k):
+    """RingIndex.nearest_fresh against its definition: the k smallest (ring
+    distance, index) pairs of the candidates heard since the limit and not
+    at the excluded address. Identifiers from a small space spread over the
+    ring (so duplicates, exact half-ring ties and the target itself occur,
+    on both sides of zero); candidate 3, if any, is the excluded one."""
     scale = RING_SIZE // 16
     idents = [(x * scale + scale // 2) % RING_SIZE for x, _ in cands]
-    ok = [v for _, v in cands]
+    heard = [1.0 if fresh else 0.0 for _, fresh in cands]
     t = target * scale + scale // 2
-    ring = RingIndex([e(i, x) for i, x in enumerate(idents)])
-    want = sorted((ring_distance(t, x), i) for i, x in enumerate(idents) if ok[i])[:k]
-    assert ring.nearest(t, k, ok.__getitem__) == want
+    entries = [
+        Entry(Profile(i, x, None), h) for i, (x, h) in enumerate(zip(idents, heard, strict=True))
+    ]
+    ring = RingIndex(entries)
+    want = sorted(
+        (ring_distance(t, x), i) for i, x in enumerate(idents) if heard[i] >= 0.5 and i != 3
+    )[:k]
+    assert ring.nearest_fresh(t, k, 0.5, 3) == want
 
 
 @settings(max_examples=500, deadline=None)
@@ -256,3 +264,21 @@ def test_closest_is_the_smallest_distance_index_pair(cands, target):
         assert (got, d) == (None, RING_SIZE)
     else:
         assert (got.profile.address, d) == (pairs[0][1], pairs[0][0])
+
+
+IDENTS = st.one_of(
+    st.integers(0, RING_SIZE - 1), st.sampled_from([0, 1, RING_SIZE // 2, RING_SIZE - 1])
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(IDENTS, IDENTS, IDENTS)
+def test_ring_offsets_without_a_modulo_are_the_modulo(target, ident, origin):
+    """in_target_octave and friend_score take ring offsets by a conditional
+    add, not `% RING_SIZE`: the same for identifiers in the ring."""
+    want, have = (target - origin) % RING_SIZE, (ident - origin) % RING_SIZE
+    assert in_target_octave(target, ident, origin) == (want // 2 <= have <= 2 * want)
+    sub = Subscription.build(SCHEMA, {"a0": (10.0, 20.0)})
+    lo, hi = sub.key_ranges["a0"]
+    score = friend_score(origin, lo, hi, Profile("x", ident, sub), "a0")
+    assert score == (-1.0, ring_distance(origin, ident), ident)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from vinifera.protocol.profile import Entry, Profile, to_wire_entries
 from vinifera.protocol.selection import tman_buffer
 from vinifera.protocol.tman import RingIndex
-from vinifera.ring import RING_SIZE
+from vinifera.ring import RING_SIZE, ring_distance
 
 STALE_AFTER = 5.0
 
@@ -24,7 +24,10 @@ def plain_tman_buffer(me, now, target, pool, ring, links, cap, stale_after):
     if sum(fresh) + 1 <= cap:
         return to_wire_entries([e for e, ok in zip(pool, fresh, strict=True) if ok] + [mine], now)
     t = target.ident
-    near = ring.nearest(t, cap // 2, fresh.__getitem__)
+    # the freshest half nearest the receiver: every fresh candidate's
+    # (ring distance, index), sorted
+    near = sorted((ring_distance(t, e.profile.ident), i) for i, e in enumerate(pool) if fresh[i])
+    near = near[: cap // 2]
     d = (me.ident - t) % RING_SIZE
     near.append((min(d, RING_SIZE - d), len(pool)))
     near.sort()

@@ -111,6 +111,8 @@ class Candidates:
         caps = self.caps
         base = now - self.transit  # as from_wire_entries back-dates
         host: Hashable | None = None  # the source's, found at the first need
+        room = 0  # how many more entries the source may add
+        taken: list[Hashable] = []  # ... and those it added, counted at the end
         for i in range(len(profiles)):
             p = profiles[i]
             addr = p.address
@@ -122,10 +124,16 @@ class Candidates:
                 if len(inbox) < MAX_INBOX:
                     if host is None:
                         host = caps.host_of(source)
-                    if caps.admit_from(addr, host):
+                        room = caps.room(host)
+                    if caps.counted(addr):
+                        inbox[addr] = Entry(p, heard)
+                    elif len(taken) < room:
+                        taken.append(addr)
                         inbox[addr] = Entry(p, heard)
             elif heard > cur.heard:
                 inbox[addr] = Entry(p, heard)
+        if taken:
+            caps.take(taken, host)
 
     # ----------------------------------------------------------------- the pool
 

@@ -220,11 +220,6 @@ def tman_buffer(
     limit = now - stale_after
     taddr = target.address
     n = len(pool)
-
-    def fresh(i: int) -> bool:
-        e = pool[i]
-        return e.heard >= limit and e.profile.address != taddr
-
     mine = Entry(me, now)
     # Whether all fresh candidates and we fit: count them only until cap of
     # them are found (the pool is usually several times the cap).
@@ -240,7 +235,7 @@ def tman_buffer(
         )
     # the closest to the receiver first (ties: our pool's order, ourselves last)
     t = target.ident
-    near = ring.nearest(t, cap // 2, fresh)
+    near = ring.nearest_fresh(t, cap // 2, limit, taddr)
     d = (me.ident - t) % RING_SIZE
     near.append((min(d, RING_SIZE - d), n))
     near.sort()

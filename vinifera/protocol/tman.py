@@ -153,7 +153,9 @@ def friend_score(
     if b_hi < a_lo or b_lo > a_hi:
         return None  # disjoint: utility 0, never a friend
     u = interval_overlap_utility(a_lo, a_hi, b_lo, b_hi)
-    d = (p.ident - my_ident) % RING_SIZE
+    d = p.ident - my_ident  # (mod RING_SIZE without a division: see in_target_octave)
+    if d < 0:
+        d += RING_SIZE
     return (-u, d if d <= RING_SIZE >> 1 else RING_SIZE - d, p.ident)
 
 
@@ -288,9 +290,15 @@ def in_target_octave(target: int, ident: int, origin: int) -> bool:
     """Whether a held small-world link at `ident` keeps its slot whatever
     the closest candidate is: its offset from `origin` (ours) is within a
     factor 2 of the target's."""
-    want = (target - origin) % RING_SIZE
-    have = (ident - origin) % RING_SIZE
-    return want // 2 <= have <= 2 * want
+    # offsets of identifiers (all in [0, RING_SIZE)) without a modulo: a
+    # 64-bit identifier is a boxed int, and its division the dearest step
+    want = target - origin
+    if want < 0:
+        want += RING_SIZE
+    have = ident - origin
+    if have < 0:
+        have += RING_SIZE
+    return want >> 1 <= have <= want << 1
 
 
 def near_target(target: int, ident: int, best_d: int) -> bool:
@@ -316,21 +324,30 @@ class RingIndex:
     def closest(self, target: int, used: set) -> tuple[Entry | None, int]:
         """The unused candidate nearest `target` either way round (ties: the
         lowest candidate index) and its distance. Walks out both ways at
-        once, the nearer side first (as `nearest`), until past the best."""
+        once, the nearer side first (as `nearest_fresh`), until past the best."""
         order, idents, cands = self.order, self.idents, self.candidates
         n = len(order)
         cw = bisect_left(idents, target)
         ccw = cw - 1
         best_i, best_d = -1, RING_SIZE
-        for _ in range(n):
-            d_cw = idents[cw] - target if cw < n else idents[cw - n] + RING_SIZE - target
-            d_ccw = target - idents[ccw] if ccw >= 0 else target + RING_SIZE - idents[ccw + n]
+        if not n:
+            return None, RING_SIZE
+        # each side's next distance, taken again only when that side moves
+        d_cw = idents[cw] - target if cw < n else idents[cw - n] + RING_SIZE - target
+        d_ccw = target - idents[ccw] if ccw >= 0 else target + RING_SIZE - idents[ccw + n]
+        for step in range(1, n + 1):
             if d_cw <= d_ccw:
                 d, j = d_cw, cw
                 cw += 1
+                if step < n:
+                    d_cw = idents[cw] - target if cw < n else idents[cw - n] + RING_SIZE - target
             else:
                 d, j = d_ccw, ccw
                 ccw -= 1
+                if step < n:
+                    d_ccw = (
+                        target - idents[ccw] if ccw >= 0 else target + RING_SIZE - idents[ccw + n]
+                    )
             if d > best_d:
                 break  # distances only grow from here
             i = order[j % n]
@@ -338,13 +355,17 @@ class RingIndex:
                 best_i, best_d = i, d  # go on: an equal distance may follow
         return (cands[best_i], best_d) if best_i >= 0 else (None, RING_SIZE)
 
-    def nearest(self, target: int, k: int, valid) -> list[tuple[int, int]]:
-        """The k valid candidates nearest `target` either way round, as
-        (distance, index) in that order (ties: lower index first).
-        `valid(index)` says which candidates count. Walks out from `target`
-        both ways at once, the nearer side first, so it stops after the
-        k-th (and its ties): O(k) steps, no distance taken modulo the ring."""
-        order, idents = self.order, self.idents
+    def nearest_fresh(
+        self, target: int, k: int, heard_since: float, exclude: Hashable
+    ) -> list[tuple[int, int]]:
+        """The k candidates nearest `target` either way round that were
+        heard at or after `heard_since` and are not at address `exclude`,
+        as (distance, index) in that order (ties: lower index first). Walks
+        out from `target` both ways at once, the nearer side first, so it
+        stops after the k-th (and its ties): O(k) steps, no distance taken
+        modulo the ring. (The test is written in, not passed as a function:
+        a compiled call through a closure costs more than the test.)"""
+        order, idents, cands = self.order, self.idents, self.candidates
         n = len(order)
         if k <= 0 or not n:
             return []
@@ -352,19 +373,27 @@ class RingIndex:
         ccw = cw - 1  # next position counter-clockwise (-1 and down: wrapped)
         found: list[tuple[int, int]] = []
         bound = 0  # the k-th found's distance
-        for _ in range(n):
-            d_cw = idents[cw] - target if cw < n else idents[cw - n] + RING_SIZE - target
-            d_ccw = target - idents[ccw] if ccw >= 0 else target + RING_SIZE - idents[ccw + n]
+        # each side's next distance, taken again only when that side moves
+        d_cw = idents[cw] - target if cw < n else idents[cw - n] + RING_SIZE - target
+        d_ccw = target - idents[ccw] if ccw >= 0 else target + RING_SIZE - idents[ccw + n]
+        for step in range(1, n + 1):
             if d_cw <= d_ccw:
                 d, j = d_cw, cw
                 cw += 1
+                if step < n:
+                    d_cw = idents[cw] - target if cw < n else idents[cw - n] + RING_SIZE - target
             else:
                 d, j = d_ccw, ccw
                 ccw -= 1
+                if step < n:
+                    d_ccw = (
+                        target - idents[ccw] if ccw >= 0 else target + RING_SIZE - idents[ccw + n]
+                    )
             if len(found) >= k and d > bound:
                 break  # everything further is further than the k found
             i = order[j % n]
-            if valid(i):
+            c = cands[i]
+            if c.heard >= heard_since and c.profile.address != exclude:
                 found.append((d, i))
                 if len(found) == k:
                     bound = d

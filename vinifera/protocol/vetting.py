@@ -122,6 +122,24 @@ class SourceCaps:
         self._origin[address] = host
         return True
 
+    def room(self, host: Hashable) -> int:
+        """How many more entries `host`'s gossip may add now."""
+        return self.cap - self._counts.get(host, 0)
+
+    def counted(self, address: Hashable) -> bool:
+        """Whether the entry at `address` is counted already (it keeps its place)."""
+        return address in self._origin
+
+    def take(self, addresses: list[Hashable], host: Hashable) -> None:
+        """Count entries admitted from `host`'s gossip, none of them counted
+        yet and no more than room(host): admit_from for each, one count
+        update for all (a message's entries share one source)."""
+        if addresses:
+            origin = self._origin
+            for address in addresses:
+                origin[address] = host
+            self._counts[host] = self._counts.get(host, 0) + len(addresses)
+
     def release(self, address: Hashable) -> None:
         """The entry left the table, or was confirmed directly."""
         host = self._origin.pop(address, None)
