@@ -209,13 +209,23 @@ def test_a_tiny_fig3_writes_table_png_and_doc(tmp_path):
     assert pq.read_table(out / "fig3" / "fig3.parquet").to_pylist() == summary
 
 
+def _sigint_as_at_a_terminal() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_an_interrupted_sweep_resumes_without_recomputing(tmp_path):
     out = tmp_path / "out"
     args = ["experiment", "run", "fig3", "--nodes", "40", "--rounds", "30", "--seeds", "1"]
     args += ["--set", "friends=0,4,8", "--profile", "ours", "--jobs", "1", "--out", str(out)]
     results = out / "results.jsonl"
     proc = subprocess.Popen(
-        [str(BIN), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [str(BIN), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # as a command typed at a terminal: a test run started in the
+        # background of a script has SIGINT ignored, and children inherit that
+        preexec_fn=_sigint_as_at_a_terminal,
     )
     try:
         deadline = time.monotonic() + 120
