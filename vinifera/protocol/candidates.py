@@ -132,8 +132,7 @@ class Candidates:
                         inbox[addr] = Entry(p, heard)
             elif heard > cur.heard:
                 inbox[addr] = Entry(p, heard)
-        if taken:
-            caps.take(taken, host)
+        caps.take(taken, host)
 
     # ----------------------------------------------------------------- the pool
 

@@ -307,6 +307,19 @@ def near_target(target: int, ident: int, best_d: int) -> bool:
     return ring_distance(target, ident) <= 2 * best_d
 
 
+def _gap_cw(idents: list[int], i: int, target: int) -> int:
+    """Clockwise distance from `target` to sorted position i of a ring walk
+    (i from len(idents) on: wrapped past the top)."""
+    n = len(idents)
+    return idents[i] - target if i < n else idents[i - n] + RING_SIZE - target
+
+
+def _gap_ccw(idents: list[int], i: int, target: int) -> int:
+    """Counter-clockwise distance from `target` to sorted position i of a
+    ring walk (i below 0: wrapped past the bottom)."""
+    return target - idents[i] if i >= 0 else target + RING_SIZE - idents[i + len(idents)]
+
+
 class RingIndex:
     """Candidates sorted by identifier (ties: candidate order), built once
     per reselection and shared by the ring, small-world and T-Man buffer
@@ -333,21 +346,18 @@ class RingIndex:
         if not n:
             return None, RING_SIZE
         # each side's next distance, taken again only when that side moves
-        d_cw = idents[cw] - target if cw < n else idents[cw - n] + RING_SIZE - target
-        d_ccw = target - idents[ccw] if ccw >= 0 else target + RING_SIZE - idents[ccw + n]
+        d_cw, d_ccw = _gap_cw(idents, cw, target), _gap_ccw(idents, ccw, target)
         for step in range(1, n + 1):
             if d_cw <= d_ccw:
                 d, j = d_cw, cw
                 cw += 1
                 if step < n:
-                    d_cw = idents[cw] - target if cw < n else idents[cw - n] + RING_SIZE - target
+                    d_cw = _gap_cw(idents, cw, target)
             else:
                 d, j = d_ccw, ccw
                 ccw -= 1
                 if step < n:
-                    d_ccw = (
-                        target - idents[ccw] if ccw >= 0 else target + RING_SIZE - idents[ccw + n]
-                    )
+                    d_ccw = _gap_ccw(idents, ccw, target)
             if d > best_d:
                 break  # distances only grow from here
             i = order[j % n]
@@ -374,21 +384,18 @@ class RingIndex:
         found: list[tuple[int, int]] = []
         bound = 0  # the k-th found's distance
         # each side's next distance, taken again only when that side moves
-        d_cw = idents[cw] - target if cw < n else idents[cw - n] + RING_SIZE - target
-        d_ccw = target - idents[ccw] if ccw >= 0 else target + RING_SIZE - idents[ccw + n]
+        d_cw, d_ccw = _gap_cw(idents, cw, target), _gap_ccw(idents, ccw, target)
         for step in range(1, n + 1):
             if d_cw <= d_ccw:
                 d, j = d_cw, cw
                 cw += 1
                 if step < n:
-                    d_cw = idents[cw] - target if cw < n else idents[cw - n] + RING_SIZE - target
+                    d_cw = _gap_cw(idents, cw, target)
             else:
                 d, j = d_ccw, ccw
                 ccw -= 1
                 if step < n:
-                    d_ccw = (
-                        target - idents[ccw] if ccw >= 0 else target + RING_SIZE - idents[ccw + n]
-                    )
+                    d_ccw = _gap_ccw(idents, ccw, target)
             if len(found) >= k and d > bound:
                 break  # everything further is further than the k found
             i = order[j % n]
