@@ -46,6 +46,8 @@ def _reduce_message(msg: m.Message):
 
 # address -> the subscription the simulation gave that node (bind()).
 _subscription_of: Callable[[Hashable], Subscription | None] | None = None
+# address -> the last profile of that node rebuilt here (_node_profile)
+_rebuilt: dict[Hashable, Profile] = {}
 
 
 def bind(subscription_of: Callable[[Hashable], Subscription | None]) -> None:
@@ -55,6 +57,7 @@ def bind(subscription_of: Callable[[Hashable], Subscription | None]) -> None:
     cost to unpickle."""
     global _subscription_of
     _subscription_of = subscription_of
+    _rebuilt.clear()
 
 
 def _reduce_profile(p: Profile):
@@ -65,8 +68,15 @@ def _reduce_profile(p: Profile):
 
 
 def _node_profile(address: Hashable, ident: int, seq: int) -> Profile:
+    """The node's profile, one object per version as in one process: its
+    receivers' caches compare profiles by identity first (a new object for
+    each crossing made them score it again), and it is kept once."""
     assert _subscription_of is not None
-    return Profile(address, ident, _subscription_of(address), seq)
+    sub = _subscription_of(address)
+    p = _rebuilt.get(address)
+    if p is None or p.seq != seq or p.ident != ident or p.subscription is not sub:
+        p = _rebuilt[address] = Profile(address, ident, sub, seq)
+    return p
 
 
 def _reduce_intervals(s: IntervalSet):
