@@ -12,11 +12,11 @@ out whenever its worker next waits for anything.
 from __future__ import annotations
 
 import contextlib
+import pickle
 import select
 import socket
 from collections import deque
 from collections.abc import Callable
-from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 HEADER = 8  # frame length, little-endian
@@ -90,11 +90,11 @@ class Peers:
         self.idle: Callable[[], bool] | None = None
 
     def put(self, j: int, tag: str, payload: Any) -> None:
-        self.channels[j].send(ForkingPickler.dumps((tag, payload)))
+        self.channels[j].send(pickle.dumps((tag, payload), pickle.HIGHEST_PROTOCOL))
 
     def get(self, j: int) -> Any:
         """The payload of worker j's next message (its failure raised)."""
-        tag, payload = ForkingPickler.loads(self._wait(j))
+        tag, payload = pickle.loads(self._wait(j))
         if tag == "error":
             raise RuntimeError(f"worker {j} failed:\n{payload}")
         return payload

@@ -8,6 +8,7 @@ arguments, so the pure build pickles the same way."""
 from __future__ import annotations
 
 import copyreg
+import operator
 from collections.abc import Callable, Hashable
 
 from vinifera.protocol import messages as m
@@ -36,12 +37,21 @@ def _message_classes() -> list[type]:
     return found
 
 
-_FIELDS: dict[type, tuple[str, ...]] = {}
+# message class -> its fields' values as a tuple, in constructor order
+_ARGS: dict[type, Callable[[m.Message], tuple]] = {}
+
+
+def _args_of(names: list[str]) -> Callable[[m.Message], tuple]:
+    """One C call per message (attrgetter), not a getattr per field."""
+    if len(names) == 1:
+        name = names[0]
+        return lambda msg: (getattr(msg, name),)
+    return operator.attrgetter(*names)
 
 
 def _reduce_message(msg: m.Message):
     cls = type(msg)
-    return cls, tuple(getattr(msg, f) for f in _FIELDS[cls])
+    return cls, _ARGS[cls](msg)
 
 
 # address -> the subscription the simulation gave that node (bind()).
@@ -86,8 +96,8 @@ def _reduce_intervals(s: IntervalSet):
 def register() -> None:
     """Teach pickle the protocol's classes (idempotent)."""
     for cls in _message_classes():
-        if cls not in _FIELDS:
-            _FIELDS[cls] = tuple(fields(cls))
+        if cls not in _ARGS:
+            _ARGS[cls] = _args_of(fields(cls))
             copyreg.pickle(cls, _reduce_message)
     copyreg.pickle(Profile, _reduce_profile)
     copyreg.pickle(IntervalSet, _reduce_intervals)
