@@ -110,3 +110,25 @@ def test_a_worker_that_stops_is_reported_not_waited_for(target, message):
         peers.get(1)
     assert str(raised.value) == message
     proc.join(timeout=60)
+
+
+def test_entries_frames_share_one_memo_until_both_ends_clear_it():
+    """An object sent again in a later frame arrives as the object the
+    first frame made (no reducer runs again), frames pickled alone do not
+    touch the memo, and after MEMO_FRAMES frames both ends start afresh
+    (what the memo held may go)."""
+    from vinifera.sim import channels
+
+    enc, dec = channels._Encoder(), channels._Decoder()
+    shared = ("a node's profile", 12345, 7)
+    first = dec.decode(enc.encode(("entries", [shared])))[1][0]
+    assert first == shared
+    again = dec.decode(enc.encode(("entries", [shared, shared])))[1]
+    assert again[0] is first and again[1] is first
+    alone = dec.decode(enc.encode(("round", [shared]), memo=False))[1][0]
+    assert alone == shared and alone is not first
+    assert dec.decode(enc.encode(("entries", [shared])))[1][0] is first
+    while enc.frames % channels.MEMO_FRAMES:
+        assert dec.decode(enc.encode(("entries", [])))[1] == []
+    fresh = dec.decode(enc.encode(("entries", [shared])))[1][0]
+    assert fresh == shared and fresh is not first

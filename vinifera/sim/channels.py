@@ -1,6 +1,7 @@
 """How the processes of one parallel simulation (sim/parallel.py) talk:
 pickled (tag, payload) messages in length-prefixed frames over socket
-pairs made before the fork.
+pairs made before the fork, each channel's frames pickled with one memo
+(_Encoder).
 
 Sends never block. A worker may send several windows ahead of reading
 (parallel.LAG), so two workers could both be writing while neither reads;
@@ -12,6 +13,7 @@ out whenever its worker next waits for anything.
 from __future__ import annotations
 
 import contextlib
+import io
 import pickle
 import select
 import socket
@@ -81,20 +83,88 @@ class _Channel:
         self.out.clear()
 
 
+# Frames a channel's pickle memo spans before both ends start afresh.
+MEMO_FRAMES = 256
+_FRESH, _GOING, _ALONE = b"\x01", b"\x00", b"\x02"
+
+
+class _Encoder:
+    """Pickles one channel's frames with one memo, so that an object sent
+    again (a profile in T-Man buffer after buffer) goes as a reference to
+    its first copy, not through its reducer again. The memo keeps what it
+    holds alive, so it is cleared every MEMO_FRAMES frames; the first byte
+    of a frame says whether it starts a memo (or is pickled alone). What
+    goes through the memo must never change once sent, or a reference
+    would carry its old state: protocol messages and queue entries."""
+
+    def __init__(self) -> None:
+        self.buf = io.BytesIO()
+        self.pickler = pickle.Pickler(self.buf, pickle.HIGHEST_PROTOCOL)
+        self.frames = 0
+
+    def encode(self, obj: Any, memo: bool = True) -> bytes:
+        """`memo`: False for what may hold objects the sender changes later
+        (reports and records, a round's end): pickled alone."""
+        if not memo:
+            return _ALONE + pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
+        buf = self.buf
+        buf.seek(0)
+        buf.truncate()
+        if self.frames % MEMO_FRAMES == 0:
+            self.pickler.clear_memo()
+            buf.write(_FRESH)
+        else:
+            buf.write(_GOING)
+        self.frames += 1
+        self.pickler.dump(obj)
+        return buf.getvalue()
+
+
+class _Decoder:
+    """The other end of an _Encoder: one unpickler (and so one memo) per
+    memo the frames say they span. It reads the current frame through
+    this object's read methods."""
+
+    def __init__(self) -> None:
+        self.frame = io.BytesIO()
+        self.unpickler: pickle.Unpickler | None = None
+
+    def decode(self, frame: bytes) -> Any:
+        self.frame = io.BytesIO(frame)
+        first = self.frame.read(1)
+        if first == _ALONE:
+            return pickle.loads(memoryview(frame)[1:])
+        if first == _FRESH or self.unpickler is None:
+            self.unpickler = pickle.Unpickler(self)
+        return self.unpickler.load()
+
+    def read(self, size: int = -1) -> bytes:
+        return self.frame.read(size)
+
+    def readinto(self, b) -> int:
+        return self.frame.readinto(b)
+
+    def readline(self) -> bytes:
+        return self.frame.readline()
+
+
 class Peers:
     """Channels to the other workers. `idle`, if set, is called while a
     worker has not answered yet, until it says it has nothing left to do."""
 
     def __init__(self, socks: dict[int, socket.socket]) -> None:
         self.channels = {j: _Channel(s) for j, s in socks.items()}
+        self.encoders = {j: _Encoder() for j in socks}
+        self.decoders = {j: _Decoder() for j in socks}
         self.idle: Callable[[], bool] | None = None
 
     def put(self, j: int, tag: str, payload: Any) -> None:
-        self.channels[j].send(pickle.dumps((tag, payload), pickle.HIGHEST_PROTOCOL))
+        # only the windows' entries (immutable messages) share a memo
+        self.channels[j].send(self.encoders[j].encode((tag, payload), tag == "entries"))
 
     def get(self, j: int) -> Any:
         """The payload of worker j's next message (its failure raised)."""
-        tag, payload = pickle.loads(self._wait(j))
+        tag, payload = self.decoders[j].decode(self._wait(j))
         if tag == "error":
             raise RuntimeError(f"worker {j} failed:\n{payload}")
         return payload
