@@ -132,3 +132,12 @@ def test_entries_frames_share_one_memo_until_both_ends_clear_it():
         assert dec.decode(enc.encode(("entries", [])))[1] == []
     fresh = dec.decode(enc.encode(("entries", [shared])))[1][0]
     assert fresh == shared and fresh is not first
+
+
+def test_a_frame_continuing_a_memo_never_started_is_refused():
+    from vinifera.sim import channels
+
+    enc = channels._Encoder()
+    enc.encode(("entries", []))  # the frame that starts the memo: lost
+    with pytest.raises(ValueError, match="continues a memo"):
+        channels._Decoder().decode(enc.encode(("entries", [])))

@@ -130,12 +130,15 @@ class _Decoder:
         self.unpickler: pickle.Unpickler | None = None
 
     def decode(self, frame: bytes) -> Any:
-        self.frame = io.BytesIO(frame)
-        first = self.frame.read(1)
+        first = frame[:1]
         if first == _ALONE:
             return pickle.loads(memoryview(frame)[1:])
-        if first == _FRESH or self.unpickler is None:
+        if first == _FRESH:
             self.unpickler = pickle.Unpickler(self)
+        elif self.unpickler is None:  # an _Encoder's first frame starts its memo
+            raise ValueError("a frame that continues a memo, before any started one")
+        self.frame = io.BytesIO(frame)
+        self.frame.seek(1)
         return self.unpickler.load()
 
     def read(self, size: int = -1) -> bytes:
