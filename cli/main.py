@@ -139,6 +139,14 @@ def _opt(*names, **kw):
     "[default: 1]",
 )
 @_opt(
+    "--nearest-rows/--clockwise-rows",
+    default=None,
+    show_default=False,
+    help="Route subscription rows to the known node nearest their keys on either "
+    "side, or clockwise as Chord (docs/protocol.md, Range routing).  "
+    "[default: clockwise]",
+)
+@_opt(
     "--kill-fraction",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
     help="Crash this fraction of the alive nodes at once (with --kill-at).",
@@ -397,6 +405,9 @@ def _sim_config(**o):
             shed_pushes=content.shed_pushes and not o["no_push_shedding"],
             push=content.push and not o["no_push"],
             push_fanout=o["push_fanout"] or content.push_fanout,
+            rows_to_nearest=content.rows_to_nearest
+            if o["nearest_rows"] is None
+            else o["nearest_rows"],
         )
         common = dict(
             seed=o["seed"],

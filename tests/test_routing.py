@@ -8,16 +8,16 @@ from hypothesis import strategies as st
 
 from vinifera.protocol.routing import MINE, RouteView, arc_set
 from vinifera.ranges import IntervalSet
-from vinifera.ring import RING_MAX, in_arc
+from vinifera.ring import RING_MAX, RING_SIZE, in_arc, ring_distance
 
 
-def view_of(ring: list[int], me: int, links: list[int]) -> RouteView:
+def view_of(ring: list[int], me: int, links: list[int], nearest: bool = False) -> RouteView:
     ring = sorted(ring)
     i = ring.index(me)
     pred = ring[i - 1]
     succ = ring[(i + 1) % len(ring)]
     known = {(x, x) for x in links} | {(pred, pred), (succ, succ)}
-    return RouteView(me, pred, (succ, succ), known)
+    return RouteView(me, pred, (succ, succ), known, nearest)
 
 
 def owner(ring: list[int], key: int) -> int:
@@ -47,6 +47,22 @@ def test_split_example_showers_per_known_node():
     assert MINE not in parts
 
 
+def test_split_to_the_nearest_known_node():
+    ring = [100, 200, 300, 400, 500, 600, 700, 800, 900]
+    v = view_of(ring, 300, [500, 700, 900], nearest=True)
+    parts = v.split(IntervalSet.of(450, 800))
+    assert parts[400] == IntervalSet.of(450, 450)  # half-way between 400 and 500
+    assert parts[500] == IntervalSet.of(451, 600)
+    assert parts[700] == IntervalSet.of(601, 800)  # half-way to 900 is 800
+    assert MINE not in parts
+    # keys just before our predecessor go back to it, not round the ring
+    assert v.split(IntervalSet.of(150, 199)) == {200: IntervalSet.of(150, 199)}
+    assert view_of(ring, 300, [500, 700, 900]).split(IntervalSet.of(150, 199)) == {
+        900: IntervalSet.of(150, 199)
+    }
+    assert v.next_hop(150) == 900  # one key (an event's up copy): clockwise
+
+
 def test_split_keeps_mine_and_gives_succ_its_arc():
     ring = [100, 200, 300, 400]
     v = view_of(ring, 300, [])
@@ -64,10 +80,10 @@ def test_next_hop_single_key():
     assert v.next_hop(450) == 300  # closest preceding known node of 450 is the successor
 
 
-def route_everywhere(ring, links_of, ranges):
+def route_everywhere(ring, links_of, ranges, nearest=False):
     """Route `ranges` from ring[0] through the whole synthetic overlay;
     return {rendezvous: keys it ended with} and the max hop count."""
-    views = {x: view_of(ring, x, links_of[x]) for x in ring}
+    views = {x: view_of(ring, x, links_of[x], nearest) for x in ring}
     ended: dict[int, IntervalSet] = {}
     frontier = [(ring[0], ranges, 0)]
     max_hops = 0
@@ -89,13 +105,14 @@ def route_everywhere(ring, links_of, ranges):
     seed=st.integers(0, 10_000),
     lo=st.integers(0, RING_MAX),
     width=st.integers(0, RING_MAX),
+    nearest=st.booleans(),
 )
-def test_every_key_of_a_range_ends_at_its_true_rendezvous(n, seed, lo, width):
+def test_every_key_of_a_range_ends_at_its_true_rendezvous(n, seed, lo, width, nearest):
     rng = random.Random(seed)
     ring = sorted(set(rng.getrandbits(64) for _ in range(n)))
     links_of = {x: rng.sample(ring, min(3, len(ring))) for x in ring}
     hi = min(RING_MAX, lo + width)
-    ended, _ = route_everywhere(ring, links_of, IntervalSet.of(lo, hi))
+    ended, _ = route_everywhere(ring, links_of, IntervalSet.of(lo, hi), nearest)
     # the pieces partition the range ...
     total = IntervalSet()
     for node, keys in ended.items():
@@ -135,3 +152,29 @@ def test_successor_of_is_the_first_known_node_at_or_after_the_key(seed, key):
     if in_arc(key, me, succ):
         expect = succ  # the successor's arc: it is the rendezvous
     assert view.successor_of(key) == expect
+
+
+def nearest_known(view: RouteView, key: int) -> int:
+    """The known node nearest the key; on a tie the one before it."""
+    return min(view.idents, key=lambda x: (ring_distance(x, key), (key - x) % RING_SIZE))
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 2**32), key=st.integers(0, RING_MAX), width=st.integers(0, 2**40))
+def test_split_sends_each_key_to_the_known_node_nearest_it(seed, key, width):
+    rng = random.Random(seed)
+    ring = sorted(set(rng.getrandbits(64) for _ in range(rng.randint(2, 30))))
+    me = rng.choice(ring)
+    view = view_of(ring, me, rng.sample(ring, min(5, len(ring))), nearest=True)
+    hi = min(RING_MAX, key + width)
+    for hop, keys in view.split(IntervalSet.of(key, hi)).items():
+        for a, b in keys.intervals:
+            for k in {a, b, (a + b) // 2}:
+                if hop is MINE:
+                    assert in_arc(k, view.pred, me)
+                elif in_arc(k, me, view.succ):
+                    assert hop == view.succ
+                else:
+                    assert hop == nearest_known(view, k)
+                    # nearer than we are: the walk ends (see routing.py)
+                    assert ring_distance(hop, k) < ring_distance(me, k)

@@ -114,6 +114,15 @@ def test_capacity_drops_are_counted_and_hurt_the_baseline_more():
     assert v["hit_ratio"] > b["hit_ratio"]
 
 
+def test_rows_to_the_nearest_node_deliver_exactly_with_fewer_uninterested_copies():
+    # opt-in (docs/results.md, "Rows routed to the nearest node"): a
+    # subscription's rows stay among the nodes around its keys
+    clockwise = run(nodes=150, subscriptions="skewed")
+    nearest = run(nodes=150, subscriptions="skewed", content=ContentConfig(rows_to_nearest=True))
+    exact(nearest)
+    assert nearest["traffic_overhead"] < 0.7 * clockwise["traffic_overhead"]  # 0.037 vs 0.071
+
+
 def test_crash_of_ten_percent_heals_within_bounded_rounds():
     kill, heal = 20, 10  # the bound: hit ratio 1.0 for events published 10 rounds after
     cfg = SimConfig.for_system(

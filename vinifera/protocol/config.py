@@ -182,6 +182,13 @@ class ContentConfig:
     # Install in the primary attribute's tree (Algorithm 1); otherwise in
     # the first attribute the subscription constrains (the baseline).
     use_primary: bool = True
+    # Rows go to the known node nearest their keys on either side (routing.py,
+    # `RouteView.split`), so a subscription's rows stay among the nodes
+    # around its keys; otherwise clockwise, Chord's closest preceding node.
+    # Opt-in: a fifth of the overhead on Fig. 3's runs, but more pairs
+    # missed under churn (docs/results.md, "Rows routed to the nearest
+    # node"). Not for the baseline: its long links all point clockwise.
+    rows_to_nearest: bool = False
     # A node keeps its rows at each next hop alive with one digest per row
     # this often (periods), desynchronized between nodes. The keep-alive
     # also repairs a lost or stale row (the receiver asks for it again), so

@@ -7,13 +7,24 @@ Given what a node knows (its routing links), every key has one next step:
 - keys in (me, succ]  -> my successor (it is the rendezvous);
 - any other key k     -> the closest known node at or before k (Chord's
   "closest preceding node": never overshoot, so routing always progresses
-  clockwise and terminates).
+  clockwise and terminates). Events' up copies (`next_hop`) always go so,
+  and the rows of installation (`split`) too, unless the view is `nearest`
+  (opt-in, ContentConfig.rows_to_nearest): then to the known node nearest
+  k on either side.
 
 For a range this *showers*: the range is split at every known node inside
-it, each part goes to the known node at its start, and the part before the
-first known node goes greedily toward the range start. Each node applies
-the same rule to what it receives, so a range ends, piece by piece, exactly
-at the rendezvous nodes of its keys.
+it and each part goes to the known node at its start, the part before the
+first known node greedily toward the range start; or, nearest, the range
+is cut where the known node nearest its keys changes (at every known node
+and half-way between two) and each part goes to that node. Each node
+applies the same rule to what it receives, and every step brings each key
+nearer its rendezvous (clockwise; or, outside (pred, succ], nearest: the
+predecessor or the successor is nearer than we are), so a range ends,
+piece by piece, exactly at the rendezvous nodes of its keys. Nearest keeps
+a subscription's rows among the nodes around its keys, which mostly share
+its interest, where clockwise sent the keys just before a node the long
+way round the ring, through nodes that wanted none of their events
+(docs/results.md, "Rows routed to the nearest node").
 """
 
 from __future__ import annotations
@@ -22,7 +33,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Hashable, Iterable
 
 from vinifera.ranges import IntervalSet
-from vinifera.ring import RING_MAX, in_arc
+from vinifera.ring import RING_MAX, RING_SIZE, in_arc
 
 MINE = None  # the "next hop" of keys this node is responsible for
 
@@ -44,7 +55,10 @@ class RouteView:
     """A node's routing knowledge, frozen for one decision: its identifier,
     its ring neighbours and its known links (ident, address), sorted."""
 
-    __slots__ = ("me", "pred", "succ", "succ_address", "idents", "addresses", "mine", "succ_arc")
+    __slots__ = (
+        "me", "pred", "succ", "succ_address", "idents", "addresses", "mine", "succ_arc",
+        "nearest", "_segments", "_starts",
+    )  # fmt: skip
 
     succ: int | None
     succ_address: Hashable
@@ -55,8 +69,10 @@ class RouteView:
         pred: int | None,
         succ: tuple[int, Hashable] | None,
         known: Iterable[tuple[int, Hashable]],
+        nearest: bool = False,
     ) -> None:
         self.me = me
+        self.nearest = nearest  # split: by nearest known node (else clockwise)
         self.pred = pred
         if succ is not None:
             self.succ, self.succ_address = succ
@@ -71,6 +87,8 @@ class RouteView:
             self.succ_arc = IntervalSet()
         else:
             self.succ_arc = arc_set(me, self.succ) - self.mine  # type: ignore[arg-type]
+        self._segments: list[tuple[int, int, Hashable]] | None = None
+        self._starts: list[int] = []
 
     def is_mine(self, key: int) -> bool:
         return self.pred is None or in_arc(key, self.pred, self.me)
@@ -114,19 +132,64 @@ class RouteView:
         if rest and not self.idents:
             out.setdefault(MINE, []).extend(rest.intervals)
             rest = IntervalSet()
-        idents = self.idents
-        addresses = self.addresses
-        for lo, hi in rest.intervals:
-            # Known nodes inside [lo, hi] cut it; each part goes to the known
-            # node at its start, the first part to the node preceding lo.
-            i = bisect_right(idents, lo) - 1
-            start = lo
-            j = i + 1
-            while j < len(idents) and idents[j] <= hi:
-                if idents[j] > start:
-                    out.setdefault(addresses[i], []).append((start, idents[j] - 1))
-                    start = idents[j]
-                i = j
-                j += 1
-            out.setdefault(addresses[i], []).append((start, hi))
+        if rest and self.nearest:
+            segments = self._nearest_segments()
+            starts = self._starts
+            for lo, hi in rest.intervals:
+                # the keys of [lo, hi] by the known node nearest each
+                k = bisect_right(starts, lo) - 1
+                while k < len(segments) and segments[k][0] <= hi:
+                    start, end, hop = segments[k]
+                    out.setdefault(hop, []).append((max(lo, start), min(hi, end)))
+                    k += 1
+        elif rest:
+            idents = self.idents
+            addresses = self.addresses
+            for lo, hi in rest.intervals:
+                # Known nodes inside [lo, hi] cut it; each part goes to the known
+                # node at its start, the first part to the node preceding lo.
+                i = bisect_right(idents, lo) - 1
+                start = lo
+                j = i + 1
+                while j < len(idents) and idents[j] <= hi:
+                    if idents[j] > start:
+                        out.setdefault(addresses[i], []).append((start, idents[j] - 1))
+                        start = idents[j]
+                    i = j
+                    j += 1
+                out.setdefault(addresses[i], []).append((start, hi))
         return {hop: IntervalSet.from_intervals(parts) for hop, parts in out.items()}
+
+    def _nearest_segments(self) -> list[tuple[int, int, Hashable]]:
+        """The ring cut into (first key, last key, the known node nearest
+        them), sorted: each gap between two known nodes goes half to each
+        (the half-way key to the one before it)."""
+        segments = self._segments
+        if segments is not None:
+            return segments
+        idents, addresses = self.idents, self.addresses
+        n = len(idents)
+        raw: list[tuple[int, int, Hashable]] = []
+        for i in range(n):
+            a = idents[i]
+            nxt = (i + 1) % n
+            gap = RING_SIZE if n == 1 else (idents[nxt] - a) % RING_SIZE
+            if gap == 0:
+                continue  # two links with one identifier
+            half = gap // 2
+            raw.append((a, a + half, addresses[i]))
+            if gap - half > 1:
+                raw.append((a + half + 1, a + gap - 1, addresses[nxt]))
+        segments = []
+        for start, end, hop in raw:  # unwrapped: split where the ring wraps
+            start %= RING_SIZE
+            end %= RING_SIZE
+            if start <= end:
+                segments.append((start, end, hop))
+            else:
+                segments.append((start, RING_MAX, hop))
+                segments.append((0, end, hop))
+        segments.sort(key=lambda seg: seg[0])
+        self._segments = segments
+        self._starts = [seg[0] for seg in segments]
+        return segments
