@@ -245,6 +245,33 @@ def test_a_newcomer_catches_up_on_what_was_published_before_its_subscription_was
     assert sorted(net.got(later)) == sorted(net.expected(event))
 
 
+@pytest.mark.parametrize("hold", [5.0, 0.0])
+def test_an_event_published_before_the_join_is_answered_waits_for_the_ring(hold):
+    """A node publishes before its bootstrap has answered: it has no links,
+    so every key looks like its own. The event waits for the ring
+    (ContentConfig.publish_hold) and then reaches every subscriber; with
+    no wait it stops at the publisher and reaches nobody."""
+    content = ContentConfig(balancing=False, publish_hold=hold)
+    net = Net(30, content=content, seed=9)
+    net.rounds(20)
+    sub = Subscription.build(SCHEMA, {"a0": (0.0, 10.0), "a1": (0.0, 10.0)})
+    new = Node(99, SCHEMA, net.overlay, random.Random(5), sub, content=content)
+    net.nodes[99] = new
+    joining = new.start(net.now, [3])  # the join is on its way
+    eid, event = net.publish(99, 650.0, 500.0)
+    want = net.expected(event)
+    assert want and 99 not in want
+    assert net.got(eid) == []
+    net.run(joining, 99)  # answered: the newcomer has links now
+    net.rounds(2)
+    got = net.got(eid)
+    if hold:
+        assert sorted(got) == sorted(want)
+        assert not new.content.forest.held
+    else:
+        assert got == []
+
+
 def test_an_up_copy_sent_back_by_a_stale_ring_goes_on_to_the_likeliest_rendezvous():
     """A's ring is stale: it forwards an up copy to S (its successor) for a
     key S thinks is nearer A. S does not hand it back (where it would die);
@@ -503,6 +530,7 @@ def test_the_content_layer_draws_from_its_own_random_stream():
         ({"shed_ratio": 0.5}, "shed_ratio"),
         ({"shed_max_hops": -1}, "shed_max_hops"),
         ({"crt_expiry": 1.0}, "crt_expiry"),
+        ({"publish_hold": -1.0}, "publish_hold"),
     ],
 )
 def test_a_content_configuration_out_of_range_is_refused_with_its_name(bad, message):

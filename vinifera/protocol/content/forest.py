@@ -50,6 +50,15 @@ class RecentEvent:
         self.had: set[Hashable] = set()
 
 
+class HeldEvent(NamedTuple):
+    """An event published before this node had a ring to route it on."""
+
+    since: float
+    eid: int
+    event: Event
+    interested: bool
+
+
 class Copy(NamedTuple):
     """One event copy in one attribute's tree."""
 
@@ -69,6 +78,7 @@ class Forest:
         self.delivered = ExpiringMap()  # eid
         self.recent = ExpiringMap()  # (eid, attr) -> RecentEvent (catch_up)
         self.period_events = 0
+        self.held: list[HeldEvent] = []  # published before we had a ring (publish_hold)
 
     def forget_before(self, dedupe_horizon: float, catch_up_horizon: float) -> None:
         self.seen.forget_before(dedupe_horizon)
@@ -85,6 +95,29 @@ class Forest:
         interested = sub is not None and satisfies(sub.constraints, event.values)
         if interested:
             self._deliver(now, eid, event, None, 0)
+        if c.config.publish_hold > 0 and c.view().pred is None:
+            # Without a ring neighbour every key looks like ours (a node
+            # publishing before its first tick has no links at all): the
+            # event would stop here. It waits for the ring instead.
+            self.held.append(HeldEvent(now, eid, event, interested))
+            return
+        self._route_published(now, eid, event, interested)
+
+    def release_held(self, now: float) -> None:
+        """Route the held events once we have a ring neighbour, or when
+        they have waited publish_hold periods (alone, they are ours)."""
+        c = self.content
+        if c.view().pred is None:
+            limit = now - c.config.publish_hold * c.period
+            if self.held[0].since > limit:
+                return
+        held, self.held = self.held, []
+        for item in held:
+            self._route_published(now, item.eid, item.event, item.interested)
+
+    def _route_published(self, now: float, eid: int, event: Event, interested: bool) -> None:
+        """Our own event's up copies, one per attribute, and its pushes."""
+        c = self.content
         sent: set[Hashable] = set()
         for attr, key in c.event_keys(event):
             copy = Copy(eid, event, attr, key, 0, True)

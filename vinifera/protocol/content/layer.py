@@ -169,6 +169,8 @@ class Content:
         self.balancer.forget_before(now - cfg.balance_window * self.period)
         if self.retries.unacked:
             self.retries.retry(now)
+        if forest.held:
+            forest.release_held(now)
         if not self.ready:
             if self.started is None:
                 self.started = now - self.period  # first tick: one period after start
