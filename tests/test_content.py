@@ -272,6 +272,25 @@ def test_an_event_published_before_the_join_is_answered_waits_for_the_ring(hold)
         assert got == []
 
 
+def test_an_event_published_before_the_first_tick_waits_for_it():
+    """Answered but not yet ticked, a newcomer's ring is what its join
+    reply offered (its predecessor may not be its own): its event waits
+    for the first tick, then reaches every subscriber."""
+    content = ContentConfig(balancing=False)
+    net = Net(30, content=content, seed=9)
+    net.rounds(20)
+    sub = Subscription.build(SCHEMA, {"a0": (0.0, 10.0), "a1": (0.0, 10.0)})
+    new = Node(99, SCHEMA, net.overlay, random.Random(5), sub, content=content)
+    net.nodes[99] = new
+    net.run(new.start(net.now, [3]), 99)
+    assert new.content.view().pred is not None  # answered: links already
+    eid, event = net.publish(99, 650.0, 500.0)
+    assert net.got(eid) == [] and len(new.content.forest.held) == 1
+    net.rounds(1)
+    assert not new.content.forest.held
+    assert sorted(net.got(eid)) == sorted(net.expected(event))
+
+
 def test_an_up_copy_sent_back_by_a_stale_ring_goes_on_to_the_likeliest_rendezvous():
     """A's ring is stale: it forwards an up copy to S (its successor) for a
     key S thinks is nearer A. S does not hand it back (where it would die);

@@ -95,10 +95,11 @@ class Forest:
         interested = sub is not None and satisfies(sub.constraints, event.values)
         if interested:
             self._deliver(now, eid, event, None, 0)
-        if c.config.publish_hold > 0 and c.view().pred is None:
-            # Without a ring neighbour every key looks like ours (a node
-            # publishing before its first tick has no links at all): the
-            # event would stop here. It waits for the ring instead.
+        if c.config.publish_hold > 0 and (c.started is None or c.view().pred is None):
+            # Without a ring neighbour every key looks like ours, and before
+            # its first tick a node's ring is what its join reply offered:
+            # the event could stop here. It waits for the first tick and a
+            # predecessor instead.
             self.held.append(HeldEvent(now, eid, event, interested))
             return
         self._route_published(now, eid, event, interested)
