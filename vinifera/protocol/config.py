@@ -245,11 +245,12 @@ class ContentConfig:
     # per round lost 73% of the pairs of subscribers younger than 5 rounds).
     # Matches the delivery deadline of ../shared/EXPERIMENTS.md (5 rounds).
     catch_up: float = 5.0
-    # An event published before the node has a ring neighbour (before its
-    # first tick it has no links at all) would take every key as its own
-    # and go nowhere: it waits, up to this many periods, for the ring
-    # (0: no wait). The first 12 h of the Skype trace lost two events
-    # whole that way, 386 of 725 missed pairs (docs/results.md).
+    # An event published before the node's first tick or without a ring
+    # neighbour (its ring then is what its join reply offered, or nothing)
+    # could take its key as the node's own and go nowhere: it waits, up to
+    # this many periods, for the first tick with a predecessor (0: no
+    # wait). The first 12 h of the Skype trace lost two events whole that
+    # way, 386 of 725 missed pairs (docs/results.md).
     publish_hold: float = 5.0
     # Subscription awareness in delivery: the first time a node handles an
     # event it sends it straight to every link whose subscription (known

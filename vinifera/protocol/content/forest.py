@@ -105,8 +105,8 @@ class Forest:
         self._route_published(now, eid, event, interested)
 
     def release_held(self, now: float) -> None:
-        """Route the held events once we have a ring neighbour, or when
-        they have waited publish_hold periods (alone, they are ours)."""
+        """At a tick: route the held events once we have a ring neighbour,
+        or when they have waited publish_hold periods (alone, they are ours)."""
         c = self.content
         if c.view().pred is None:
             limit = now - c.config.publish_hold * c.period
