@@ -228,6 +228,24 @@ def test_clipped_rows_are_what_moves_in_a_handover():
     ]
 
 
+def test_a_handed_over_row_adds_to_what_its_neighbour_sent_and_a_later_row_replaces_it():
+    """A mover adopts its successor's rows in their neighbours' names. The
+    neighbour's own row here is on the neighbour's clock (sent 5.0) and the
+    handover is not: it is added to that row, not ignored as a late one; the
+    neighbour's next row replaces both, the handed keys kept as dropped."""
+    t = crt()
+    t.install("a0", "n1", (f(0, 10),), expiry=9.0, keep_dropped=9.0, sent=5.0)
+    assert t.adopt("a0", "n1", (f(50, 60),), expiry=9.0, keep_dropped=7.0) is not None
+    row = t.row("a0", "n1")
+    assert row.matches(5, {"a0": 5}, 6.0) and row.matches(55, {"a0": 55}, 6.0)
+    t.install("a0", "n1", (f(0, 10),), expiry=12.0, keep_dropped=8.0, sent=6.0)
+    assert row.matches(55, {"a0": 55}, 7.5) and not row.matches(55, {"a0": 55}, 8.5)
+    # nor is it refused for a withdrawal the neighbour sent us before
+    t.withdraw("a0", "n2", sent=5.0, now=5.1)
+    assert t.adopt("a0", "n2", (f(50, 60),), expiry=9.0, keep_dropped=7.0) is not None
+    assert t.install("a0", "n2", (f(0, 10),), expiry=9.0, keep_dropped=9.0, sent=4.0) is None
+
+
 def test_a_row_that_arrives_after_a_newer_one_is_ignored():
     """Datagrams reorder: rows carry their sender's clock, the newest wins."""
     t = crt()

@@ -217,6 +217,25 @@ class Crt:
         self._index_of(attr).add(nb, row)
         return row
 
+    def adopt(
+        self,
+        attr: str,
+        nb: Hashable,
+        filters: tuple[Filter, ...],
+        expiry: float,
+        keep_dropped: float,
+    ) -> Row | None:
+        """A row our successor handed us before we move (a Handover), kept in
+        `nb`'s name until `nb`'s own rows re-route to us. It is not on `nb`'s
+        clock: added to the row `nb` sent us (as a late row it would be
+        ignored), and not refused for a withdrawal `nb` sent us earlier."""
+        held = self.row(attr, nb)
+        if held is not None:
+            filters, sent = (*held.filters, *filters), held.sent
+        else:
+            sent = self._withdrawn.get((attr, nb), (0.0, 0.0))[0]
+        return self.install(attr, nb, filters, expiry, keep_dropped, sent)
+
     def _index_of(self, attr: str) -> RowIndex:
         index = self._index.get(attr)
         if index is None:

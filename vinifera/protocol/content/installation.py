@@ -271,7 +271,7 @@ class Installation:
             if nb == me:
                 continue
             keep_dropped = now + self.content.config.dropped_expiry * self.content.period
-            if self.crt.install(attr, nb, filters, now + ttl, keep_dropped) is not None:
+            if self.crt.adopt(attr, nb, filters, now + ttl, keep_dropped) is not None:
                 self.dirty.add(attr)
 
     def row(self, attr: str, nb: Hashable) -> Row | None:
