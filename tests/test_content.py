@@ -379,6 +379,55 @@ def test_an_up_copy_handed_back_goes_to_the_known_node_after_the_key_once():
     assert copy_from(p) == []  # and only once
 
 
+def test_a_predecessor_found_inside_our_arc_gets_the_recent_events_we_took_for_its_keys():
+    """S's ring skipped X: S took keys 150 and 250 for its own and was their
+    rendezvous. Once X shows up as S's predecessor, at S's next tick the
+    event of key 150 (X's) goes up to X, once; key 250's stays (still S's),
+    and so does an event S only passed down."""
+    from vinifera.protocol import messages as msgs
+    from vinifera.protocol.profile import Entry
+    from vinifera.protocol.tman import Links
+
+    key_of = SCHEMA.attribute("a0").key
+    a, x, far = (
+        Node(addr, SCHEMA, OverlayConfig(), random.Random(addr), None, ident=key_of(v))
+        for addr, v in ((1, 100.0), (2, 200.0), (4, 700.0))
+    )
+    content = ContentConfig(balancing=False)
+    s = Node(3, SCHEMA, OverlayConfig(), random.Random(3), None, ident=key_of(300.0),
+             content=content)  # fmt: skip
+    s.start(0.0)
+    e = {n.address: Entry(n.profile, 0.0) for n in (a, x, far)}
+    s.overlay.links = Links(succ=e[4], pred=e[1])
+    s.content.tick(1.0)  # S's ring as it was: (A, S] is S's
+
+    def event_copy(eid, value, up):
+        event = Event.build(SCHEMA, {"a0": value, "a1": 1.0})
+        s.receive(1.5, msgs.EventMessage(far.profile, eid, event, "a0", key_of(value), 2, up))
+
+    event_copy(1, 150.0, True)  # S is the rendezvous of 150 and of 250
+    event_copy(2, 250.0, True)
+    event_copy(3, 160.0, False)  # passed down only
+    assert s.content.forest.recent.items[(1, "a0")].rendezvous
+
+    def up_copies_at_tick(now):
+        s.content.tick(now)
+        out = s.out[:]
+        s.out.clear()
+        return [
+            (act.dest, act.message.eid, act.message.up, act.message.hops)
+            for act in out
+            if isinstance(act, Send) and isinstance(act.message, msgs.EventMessage)
+        ]
+
+    assert up_copies_at_tick(2.0) == []  # the ring has not changed
+    s.overlay.links = Links(succ=e[4], pred=e[2])  # X found, between A and S
+    assert up_copies_at_tick(3.0) == [(2, 1, True, 3)]
+    assert s.counters()["events_handed_over"] == 1
+    s.receive(3.5, msgs.Pong(x.profile))  # X acknowledges it (else it is retried)
+    assert up_copies_at_tick(4.0) == []  # once
+
+
 def _pusher(content):
     """A node whose four links want different things: 1 and 4 want a0 in
     [100, 200], 2 wants [500, 600], 3 has no subscription."""

@@ -26,6 +26,7 @@ from vinifera.protocol.content.crt import Row
 from vinifera.protocol.content.memory import ExpiringMap
 from vinifera.protocol.records import record
 from vinifera.protocol.routing import MINE
+from vinifera.ring import in_arc
 from vinifera.subscription import Event
 
 if TYPE_CHECKING:  # (a cycle: the layer holds its parts)
@@ -38,16 +39,18 @@ PUSHED = None
 
 
 class RecentEvent:
-    """An event handled lately (ContentConfig.catch_up) and the neighbours
-    that have it, from us or because they sent it to us."""
+    """An event handled lately (ContentConfig.catch_up), the neighbours
+    that have it, from us or because they sent it to us, and whether we
+    took its key for ours (we were its rendezvous)."""
 
-    __slots__ = ("event", "key", "hops", "had")
+    __slots__ = ("event", "key", "hops", "had", "rendezvous")
 
     def __init__(self, event: Event, key: int, hops: int) -> None:
         self.event = event
         self.key = key
         self.hops = hops
         self.had: set[Hashable] = set()
+        self.rendezvous = False
 
 
 class HeldEvent(NamedTuple):
@@ -228,6 +231,8 @@ class Forest:
             state |= UP_DONE
         self.seen.set(now, sid, state | DOWN_DONE)
         if memo is not None:
+            if rv:
+                memo.rendezvous = True
             had = memo.had
             if down:
                 had.update(down)
@@ -353,6 +358,21 @@ class Forest:
                 memo.had.add(nb)
                 c.counters["events_caught_up"] += 1
                 self._send_copy(now, nb, Copy(eid, memo.event, attr, memo.key, memo.hops, False))
+
+    def hand_over(self, now: float, old_pred: int, new_pred: int, heir: Hashable) -> None:
+        """Our predecessor moved from `old_pred` to `new_pred`, inside the arc
+        we took for ours: the keys in (old_pred, new_pred] were never ours.
+        The recent events we were the rendezvous of there go up to the new
+        predecessor, `heir`, whose rows (and the subscribers behind them)
+        never had them from us."""
+        if not self.recent:
+            return
+        c = self.content
+        for (eid, attr), memo in list(self.recent.items.items()):
+            if memo.rendezvous and heir not in memo.had and in_arc(memo.key, old_pred, new_pred):
+                memo.had.add(heir)
+                c.counters["events_handed_over"] += 1
+                self._send_copy(now, heir, Copy(eid, memo.event, attr, memo.key, memo.hops, True))
 
     # ----------------------------------------------------------------- delivery
 

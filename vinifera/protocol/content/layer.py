@@ -25,7 +25,7 @@ from vinifera.protocol.profile import Profile
 from vinifera.protocol.routing import RouteView
 from vinifera.protocol.tman import Links
 from vinifera.ranges import IntervalSet
-from vinifera.ring import RING_BITS, RING_MAX
+from vinifera.ring import RING_BITS, RING_MAX, in_arc
 from vinifera.subscription import Event, Subscription
 
 
@@ -48,7 +48,7 @@ def subscription_identifier(sub: Subscription | None, attr: str | None, rng: ran
 COUNTERS = (
     "events_received", "events_duplicate", "events_dropped", "events_delivered",
     "events_published", "installs_received", "moves", "events_retried",
-    "events_caught_up", "events_rerouted", "events_pushed", "pushes_shed",
+    "events_caught_up", "events_handed_over", "events_rerouted", "events_pushed", "pushes_shed",
 )  # fmt: skip
 
 
@@ -71,6 +71,7 @@ class Content:
         self.started: float | None = None
         self.ready = False  # own subscription installed (see install_min_delay)
         self._last_tick_version = -1
+        self._tick_ring: tuple[int, int | None] | None = None  # (our ident, pred's) last tick
         self.installation = Installation(self)
         self.forest = Forest(self)
         self.retries = Retries(self)
@@ -171,6 +172,8 @@ class Content:
             self.retries.retry(now)
         if forest.held:
             forest.release_held(now)
+        if cfg.catch_up > 0:
+            self._hand_over_keys(now)
         if not self.ready:
             if self.started is None:
                 self.started = now - self.period  # first tick: one period after start
@@ -183,6 +186,19 @@ class Content:
         self._refresh_own()
         self.installation.tick(now)
         self.balancer.tick(now)
+
+    def _hand_over_keys(self, now: float) -> None:
+        """A predecessor that appeared inside the arc we took for ours owns
+        part of it: we were the wrong rendezvous for those keys lately (a
+        stale ring nobody disputed), so it gets the recent events we handled
+        for them (see Forest.hand_over)."""
+        view = self.view()
+        ring = (view.me, view.pred)
+        last, self._tick_ring = self._tick_ring, ring
+        if last is None or last[0] != view.me or last[1] is None or view.pred is None:
+            return
+        if view.pred != last[1] and in_arc(view.pred, last[1], view.me):
+            self.forest.hand_over(now, last[1], view.pred, self.overlay.links.pred)
 
     def _refresh_own(self) -> None:
         """Recompute what we ask for ourselves: one range in one tree."""
