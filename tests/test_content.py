@@ -340,10 +340,51 @@ def test_a_silent_ring_neighbours_keys_go_to_its_heir():
     me.overlay.links = Links(succ=e[4], pred=e[2], small_world=[e[9]])
     me.overlay.ring_backups = [e[5], e[1]]
     c = me.content.retries
-    assert c.next_hop_without(key_of(350.0), 4) == 5  # the successor's heir
-    assert c.next_hop_without(key_of(150.0), 2) is MINE  # we are the predecessor's
-    assert c.next_hop_without(key_of(50.0), 2) != MINE  # not its keys: routed on
-    assert c.next_hop_without(key_of(950.0), 9) == 4  # a long link: routed around
+    assert c.next_hop_without(key_of(350.0), (4,)) == 5  # the successor's heir
+    assert c.next_hop_without(key_of(150.0), (2,)) is MINE  # we are the predecessor's
+    assert c.next_hop_without(key_of(50.0), (2,)) != MINE  # not its keys: routed on
+    assert c.next_hop_without(key_of(950.0), (9,)) == 4  # a long link: routed around
+
+
+def test_an_unacknowledged_retry_is_retried_around_every_hop_tried_so_far():
+    """A mass departure leaves several dead links: a retry that is not
+    acknowledged either goes on to the next heir, up to event_retries
+    times, and an acknowledged one is not sent again."""
+    from vinifera.protocol.content.forest import Copy
+    from vinifera.protocol.profile import Entry
+    from vinifera.protocol.tman import Links
+
+    key_of = SCHEMA.attribute("a0").key
+    idents = {2: 200.0, 3: 300.0, 4: 400.0, 5: 500.0, 6: 600.0}
+    event = Event.build(SCHEMA, {"a0": 350.0, "a1": 1.0})
+
+    def retried(retries: int, ack_from=None) -> list:
+        content = ContentConfig(balancing=False, event_retries=retries)
+        nodes = {
+            a: Node(a, SCHEMA, OverlayConfig(), random.Random(a), None, ident=key_of(v),
+                    content=content)  # fmt: skip
+            for a, v in idents.items()
+        }
+        me = nodes[3]
+        me.start(0.0)
+        e = {a: Entry(n.profile, 0.0) for a, n in nodes.items()}
+        me.overlay.links = Links(succ=e[4], pred=e[2])
+        me.overlay.ring_backups = [e[5], e[6]]
+        r, out = me.content.retries, me.content.out
+        r.sent(0.0, 4, Copy(77, event, "a0", key_of(350.0), 1, True))
+        dests = []
+        for now in (1.0, 2.0, 3.0):
+            del out[:]
+            r.retry(now)
+            dests.append([a.dest for a in out if isinstance(a, Send)])
+            if ack_from in dests[-1]:
+                r.on_ack(now + 0.05, ack_from)
+        return dests
+
+    assert retried(1) == [[5], [], []]  # one retry, around the silent successor
+    assert retried(2) == [[5], [6], []]  # then around its heir too
+    assert retried(3) == [[5], [6], []]  # no heir left: the copy stays with us
+    assert retried(3, ack_from=5) == [[5], [], []]  # the heir answered
 
 
 def test_an_up_copy_handed_back_goes_to_the_known_node_after_the_key_once():
