@@ -361,8 +361,9 @@ def test_an_unacknowledged_retry_is_retried_around_every_hop_tried_so_far():
     def retried(retries: int, ack_from=None) -> list:
         content = ContentConfig(balancing=False, event_retries=retries)
         nodes = {
-            a: Node(a, SCHEMA, OverlayConfig(), random.Random(a), None, ident=key_of(v),
-                    content=content)  # fmt: skip
+            a: Node(
+                a, SCHEMA, OverlayConfig(), random.Random(a), None, ident=key_of(v), content=content
+            )  # fmt: skip
             for a, v in idents.items()
         }
         me = nodes[3]
