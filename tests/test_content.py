@@ -363,7 +363,7 @@ def test_an_unacknowledged_retry_is_retried_around_every_hop_tried_so_far():
         nodes = {
             a: Node(
                 a, SCHEMA, OverlayConfig(), random.Random(a), None, ident=key_of(v), content=content
-            )  # fmt: skip
+            )
             for a, v in idents.items()
         }
         me = nodes[3]
