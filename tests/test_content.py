@@ -245,6 +245,50 @@ def test_a_newcomer_catches_up_on_what_was_published_before_its_subscription_was
     assert sorted(net.got(later)) == sorted(net.expected(event))
 
 
+def test_a_row_that_moved_here_gets_the_events_we_took_with_no_row_wanting_them():
+    """R took key 250 for its own while no row wanted the event (a new
+    owner, or an arc grown over a dead predecessor's, before the rows
+    re-route): nobody below has it. A row that merely moved to R (not
+    fresh) gets that event, and not one R sent down already."""
+    from vinifera.protocol import messages as msgs
+    from vinifera.protocol.content.filters import Filter
+    from vinifera.protocol.profile import Entry
+    from vinifera.protocol.tman import Links
+    from vinifera.ranges import IntervalSet
+
+    key_of = SCHEMA.attribute("a0").key
+    content = ContentConfig(balancing=False)
+    nodes = {
+        a: Node(
+            a, SCHEMA, OverlayConfig(), random.Random(a), None, ident=key_of(v), content=content
+        )  # fmt: skip
+        for a, v in {1: 100.0, 2: 200.0, 3: 300.0, 4: 400.0, 5: 500.0}.items()
+    }
+    r = nodes[3]
+    r.start(0.0)
+    e = {a: Entry(n.profile, 0.0) for a, n in nodes.items()}
+    r.overlay.links = Links(succ=e[4], pred=e[2], friends=[e[1], e[5]])
+    row = (Filter(IntervalSet.of(key_of(240.0), key_of(260.0)), (), 1),)
+
+    def copies(actions) -> list:
+        return [
+            (a.dest, a.message.eid, a.message.up)
+            for a in actions
+            if isinstance(a, Send) and isinstance(a.message, msgs.EventMessage)
+        ]
+
+    def up_copy(eid: int, value: float):
+        event = Event.build(SCHEMA, {"a0": value, "a1": 1.0})
+        return msgs.EventMessage(nodes[1].profile, eid, event, "a0", key_of(value), 1, True)
+
+    assert copies(r.receive(0.5, up_copy(7, 250.0))) == []  # ours, and no row wants it
+    moved = msgs.Install(nodes[5].profile, "a0", row, False, 0.6)
+    assert copies(r.receive(0.6, moved)) == [(5, 7, False)]
+    assert copies(r.receive(0.7, up_copy(8, 255.0))) == [(5, 8, False)]  # down the row
+    moved = msgs.Install(nodes[4].profile, "a0", row, False, 0.8)
+    assert copies(r.receive(0.8, moved)) == [(4, 7, False)]  # 8 went down a row already
+
+
 @pytest.mark.parametrize("hold", [5.0, 0.0])
 def test_an_event_published_before_the_join_is_answered_waits_for_the_ring(hold):
     """A node publishes before its bootstrap has answered: it has no links,

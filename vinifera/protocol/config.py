@@ -252,7 +252,9 @@ class ContentConfig:
     # per round lost 73% of the pairs of subscribers younger than 5 rounds).
     # Matches the delivery deadline of ../shared/EXPERIMENTS.md (5 rounds).
     # The same memory hands a new predecessor found inside our arc the
-    # recent events we were the rendezvous of for its keys (Forest.hand_over).
+    # recent events we were the rendezvous of for its keys (Forest.hand_over),
+    # and sends a row that merely moved to us the events we took for ours
+    # while no row wanted them (Forest.catch_up).
     catch_up: float = 5.0
     # An event published before the node's first tick or without a ring
     # neighbour (its ring then is what its join reply offered, or nothing)

@@ -40,10 +40,11 @@ PUSHED = None
 
 class RecentEvent:
     """An event handled lately (ContentConfig.catch_up), the neighbours
-    that have it, from us or because they sent it to us, and whether we
-    took its key for ours (we were its rendezvous)."""
+    that have it, from us or because they sent it to us, whether we took
+    its key for ours (we were its rendezvous) and whether any row of ours
+    wanted it (we sent it down)."""
 
-    __slots__ = ("event", "key", "hops", "had", "rendezvous")
+    __slots__ = ("event", "key", "hops", "had", "rendezvous", "sent_down")
 
     def __init__(self, event: Event, key: int, hops: int) -> None:
         self.event = event
@@ -51,6 +52,13 @@ class RecentEvent:
         self.hops = hops
         self.had: set[Hashable] = set()
         self.rendezvous = False
+        self.sent_down = False
+
+    @property
+    def orphan(self) -> bool:
+        """We took its key for ours and no row of ours wanted it: nobody
+        below us has it from the tree."""
+        return self.rendezvous and not self.sent_down
 
 
 class HeldEvent(NamedTuple):
@@ -236,6 +244,7 @@ class Forest:
             had = memo.had
             if down:
                 had.update(down)
+                memo.sent_down = True
             if up_hop is not None:
                 had.add(up_hop)
             if sender is not None:
@@ -344,15 +353,19 @@ class Forest:
 
     # ----------------------------------------------------------------- churn
 
-    def catch_up(self, now: float, nb: Hashable, attr: str, row: Row) -> None:
+    def catch_up(self, now: float, nb: Hashable, attr: str, row: Row, fresh: bool) -> None:
         """`nb`'s row changed: send it the recent events it now asks for and
         has not had from us (see ContentConfig.catch_up). Down copies: `nb`
-        passes them on along its own rows the same way."""
+        passes them on along its own rows the same way. A row that merely
+        moved here (not `fresh`) had the events on its old route, except
+        those we took for ours with no row wanting them: their route to
+        the subscribers never existed (a newcomer owner, or its arc grown
+        over a dead predecessor's)."""
         if not self.recent:
             return
         c = self.content
         for (eid, a), memo in list(self.recent.items.items()):
-            if a != attr or nb in memo.had:
+            if a != attr or nb in memo.had or not (fresh or memo.orphan):
                 continue
             if row.matches(memo.key, memo.event.keys(), now):
                 memo.had.add(nb)

@@ -67,8 +67,8 @@ class Installation:
         # the parts sent to one hop -> their aggregated row
         self._splits: dict[Filter, list] = {}
         self._aggregates: dict[tuple, tuple] = {}
-        # (now, neighbour, attr, row): catch-up hook
-        self.on_row_changed: Callable[[float, Hashable, str, Row], None] | None = None
+        # (now, neighbour, attr, row, fresh): catch-up hook
+        self.on_row_changed: Callable[[float, Hashable, str, Row, bool], None] | None = None
         # desynchronized: each node keeps its rows alive at its own phase
         self.next_keep_alive = content.rng.random() * cfg.keep_alive_every * content.period
 
@@ -201,8 +201,8 @@ class Installation:
             self.dirty.add(msg.attr)
             if msg.fresh:
                 self.fresh.add(msg.attr)
-                if self.on_row_changed is not None:
-                    self.on_row_changed(now, msg.profile.address, msg.attr, row)
+            if self.on_row_changed is not None:
+                self.on_row_changed(now, msg.profile.address, msg.attr, row, msg.fresh)
             self.route(now)
 
     def on_refresh(self, now: float, msg: m.Refresh) -> None:
