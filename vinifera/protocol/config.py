@@ -238,10 +238,10 @@ class ContentConfig:
     event_retry: bool = True
     # How many times one up copy is retried, each time around every hop
     # tried so far. A mass departure (the Skype trace's at 18 h) leaves
-    # several dead links per node until failure_timeout, and one retry
-    # often met a second dead node: 3 instead of 1 missed 17% fewer pairs
-    # over the first 24 h on five seeds (docs/results.md). Static runs
-    # never retry twice.
+    # several dead links per node until failure_timeout, where one retry
+    # can meet a second dead node: 3 instead of 1 missed 17% fewer pairs
+    # over the first 24 h on five seeds (docs/results.md). Fig. 3's static
+    # runs never retry twice (the same runs to the message).
     event_retries: int = 3
     # Catch-up: a node keeps the events it handled for this many periods
     # (0: off), and when a neighbour's CRT row changes, sends it those
