@@ -65,6 +65,30 @@ def test_ring_of_five_converges_from_a_chain_of_joins():
         assert n.overlay.links.pred == order[i - 1].address
 
 
+def test_a_ring_neighbour_back_under_a_new_identifier_is_reselected_at_once():
+    """The predecessor leaves and comes back (same address) with an
+    identifier on our other side. Kept as predecessor until the next
+    period, it would make our arc (pred, me] almost the whole ring."""
+    idents = [500, 100, 900, 300, 700]
+    nodes = {i + 1: node(i + 1, ident) for i, ident in enumerate(idents)}
+    nodes[1].start(0.0)
+    for addr in range(2, 6):
+        deliver_all(nodes, nodes[addr].start(0.0, [addr - 1]), 0.0)
+    for r in range(1, 15):
+        for n in nodes.values():
+            deliver_all(nodes, n.tick(float(r)), float(r))
+    me = nodes[1]
+    assert (me.overlay.links.pred, me.overlay.links.succ) == (4, 5)
+    assert me.content.view().pred == 300
+    back = node(4, 600)  # addr 4 again, now between 500 and 700
+    back.start(15.2, [1])
+    me.receive(15.3, m.Ping(back.profile))
+    assert me.counters()["ring_link_moved"] == 1
+    assert (me.overlay.links.pred, me.overlay.links.succ) == (2, 4)
+    view = me.content.view()
+    assert (view.pred, view.succ) == (100, 600)
+
+
 def test_tman_backs_off_while_links_hold_and_resumes_when_they_change():
     cfg = replace(CFG, tman_backoff_max=8)
     idents = [500, 100, 900, 300, 700]

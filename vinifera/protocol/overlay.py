@@ -103,7 +103,7 @@ class Overlay:
         # active exchange, and the wait after it
         self._tman_wait = 0
         self._tman_interval = 1
-        self.counters = {"suspected": 0, "joins_sent": 0}
+        self.counters = {"suspected": 0, "joins_sent": 0, "ring_link_moved": 0}
         self.joining = Joining(config, rng, out, self.counters)
         # Called with (now, address) when a neighbour leaves or is suspected,
         # so that upper layers forget what they hold for it.
@@ -260,16 +260,24 @@ class Overlay:
         one (no candidate bookkeeping: events arrive by the thousand)."""
         self.vetting.heard(profile.address, now)
         if profile.address in self.links.by_address:
-            self._update_link(Entry(profile, now - self.transit))
+            self._update_link(now, Entry(profile, now - self.transit))
 
-    def _update_link(self, entry: Entry) -> None:
+    def _update_link(self, now: float, entry: Entry) -> None:
         """Fresher evidence of a link; a link that moved makes routing views
-        built from the links' identifiers stale (link_moves)."""
-        links = self.links.by_address
+        built from the links' identifiers stale (link_moves). A ring link
+        that moved is chosen again at once: a neighbour that left and came
+        back under a new identifier may now lie on our other side, and
+        until the next period we would take the whole ring for our arc."""
+        links = self.links
         addr = entry.profile.address
-        if links[addr].profile.ident != entry.profile.ident:
-            self.link_moves += 1
-        links[addr] = entry
+        if links.by_address[addr].profile.ident == entry.profile.ident:
+            links.by_address[addr] = entry
+            return
+        self.link_moves += 1
+        links.by_address[addr] = entry
+        if addr == links.pred or addr == links.succ:
+            self.counters["ring_link_moved"] += 1
+            self._reselect(now, self._candidates(now))
 
     def move(self, now: float, ident: int) -> None:
         """Take a new identifier (load balancing); the ring follows."""
@@ -283,7 +291,7 @@ class Overlay:
         self.joining.heard(addr)
         self.cyclon.touch(entry)
         if addr in self.links.by_address:
-            self._update_link(entry)
+            self._update_link(now, entry)
         self.candidates.contact(entry)
         return entry
 
