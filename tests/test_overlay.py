@@ -50,7 +50,9 @@ def test_join_contacts_bootstrap_and_links_both_ways():
     assert a.overlay.links.pred == 2
 
 
-def test_ring_of_five_converges_from_a_chain_of_joins():
+def ring_of_five():
+    """Five nodes joined in a chain (each through the previous one), then
+    14 periods of gossip; addresses 1-5, identifiers 500, 100, 900, 300, 700."""
     idents = [500, 100, 900, 300, 700]
     nodes = {i + 1: node(i + 1, ident) for i, ident in enumerate(idents)}
     nodes[1].start(0.0)
@@ -59,6 +61,11 @@ def test_ring_of_five_converges_from_a_chain_of_joins():
     for r in range(1, 15):
         for n in nodes.values():
             deliver_all(nodes, n.tick(float(r)), float(r))
+    return nodes
+
+
+def test_ring_of_five_converges_from_a_chain_of_joins():
+    nodes = ring_of_five()
     order = sorted(nodes.values(), key=lambda n: n.ident)
     for i, n in enumerate(order):
         assert n.overlay.links.succ == order[(i + 1) % 5].address
@@ -69,14 +76,7 @@ def test_a_ring_neighbour_back_under_a_new_identifier_is_reselected_at_once():
     """The predecessor leaves and comes back (same address) with an
     identifier on our other side. Kept as predecessor until the next
     period, it would make our arc (pred, me] almost the whole ring."""
-    idents = [500, 100, 900, 300, 700]
-    nodes = {i + 1: node(i + 1, ident) for i, ident in enumerate(idents)}
-    nodes[1].start(0.0)
-    for addr in range(2, 6):
-        deliver_all(nodes, nodes[addr].start(0.0, [addr - 1]), 0.0)
-    for r in range(1, 15):
-        for n in nodes.values():
-            deliver_all(nodes, n.tick(float(r)), float(r))
+    nodes = ring_of_five()
     me = nodes[1]
     assert (me.overlay.links.pred, me.overlay.links.succ) == (4, 5)
     assert me.content.view().pred == 300
