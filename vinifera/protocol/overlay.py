@@ -270,11 +270,11 @@ class Overlay:
         until the next period we would take the whole ring for our arc."""
         links = self.links
         addr = entry.profile.address
-        if links.by_address[addr].profile.ident == entry.profile.ident:
-            links.by_address[addr] = entry
+        moved = links.by_address[addr].profile.ident != entry.profile.ident
+        links.by_address[addr] = entry
+        if not moved:
             return
         self.link_moves += 1
-        links.by_address[addr] = entry
         if addr == links.pred or addr == links.succ:
             self.counters["ring_link_moved"] += 1
             self._reselect(now, self._candidates(now))
