@@ -34,6 +34,10 @@ class _Channel:
         self.out = bytearray()  # frames the socket has not taken yet
         self.inbuf = bytearray()  # bytes read past the last whole frame
         self.frames: deque[bytes] = deque()
+        # read into this, not into a new READ_SIZE object per recv(): that
+        # allocation cost more than the read (about 20 us a call)
+        self._chunk = bytearray(READ_SIZE)
+        self._view = memoryview(self._chunk)
 
     def send(self, frame: bytes) -> None:
         self.out += len(frame).to_bytes(HEADER, "little")
@@ -57,13 +61,13 @@ class _Channel:
     def _read(self) -> None:
         while True:
             try:
-                chunk = self.sock.recv(READ_SIZE)
+                n = self.sock.recv_into(self._chunk)
             except BlockingIOError:
                 break
-            if not chunk:
+            if not n:
                 raise EOFError("the other worker closed its end")
-            self.inbuf += chunk
-            if len(chunk) < READ_SIZE:
+            self.inbuf += self._view[:n]
+            if n < READ_SIZE:
                 break
         buf, pos = self.inbuf, 0
         while len(buf) - pos >= HEADER:
