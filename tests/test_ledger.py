@@ -13,7 +13,7 @@ from collections import defaultdict
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vinifera.ledger import Ledger
+from vinifera.ledger import Ledger, Receipts
 from vinifera.schema import Schema
 from vinifera.subscription import Subscription
 
@@ -159,3 +159,52 @@ def test_an_event_published_as_the_subscription_changes_counts_once_under_the_ne
     # event 1 under the narrow one; event 2 matches only the wide one
     assert summary["expected_pairs"] == 1
     assert summary == {**summary, **counted_pair_by_pair(ledger, [])}
+
+
+@st.composite
+def copies(draw):
+    """Publications (some before the window) and recv / drop records of
+    their copies and of unknown events, in time order, among nodes alive
+    throughout."""
+    records = [{"t": 0.0, "node": node, "ev": "join", "sub": None} for node in NODES]
+    for eid in range(draw(st.integers(0, 6))):
+        t = draw(TIMES)
+        records.append({"t": t, "node": "n0", "ev": "publish", "eid": eid, "values": [["a0", 1.0]]})
+        for _ in range(draw(st.integers(0, 6))):
+            rec = {
+                "t": t + draw(st.integers(0, 8)) / 2,
+                "node": draw(st.sampled_from(NODES)),
+                "ev": draw(st.sampled_from(["recv", "drop"])),
+                "eid": draw(st.sampled_from([eid, 99])),  # 99: never published
+                "match": draw(st.booleans()),
+            }
+            if rec["ev"] == "recv":
+                rec["fwd"] = draw(st.integers(0, 2))
+            records.append(rec)
+    records.sort(key=lambda r: (r["t"], r["ev"] != "publish"))
+    return records
+
+
+@settings(max_examples=200, deadline=None)
+@given(copies(), TIMES, st.integers(1, 4))
+def test_receipts_summed_in_stretches_count_as_records_fed_one_by_one(records, start, stretches):
+    """sim/parallel.py's workers sum recv and drop records (Receipts) and
+    the ledger adds each sum after the publishes of its stretch: the same
+    counts, loads and overhead as feeding every record."""
+    one = Ledger(SCHEMA, start, 15.0, 2.0)
+    for rec in records:
+        one.feed(rec)
+    summed = Ledger(SCHEMA, start, 15.0, 2.0)
+    cut = max(1, len(records) // stretches)
+    for i in range(0, len(records), cut):
+        receipts = Receipts()
+        for rec in records[i : i + cut]:
+            if rec["ev"] in ("recv", "drop"):
+                receipts.add(rec)
+            else:
+                summed.feed(rec)
+        summed.add_receipts(receipts)
+    assert summed.summary() == one.summary()
+    assert summed.forwarded == one.forwarded
+    assert (summed.received, summed.received_uninterested, summed.dropped) == (
+        one.received, one.received_uninterested, one.dropped)  # fmt: skip

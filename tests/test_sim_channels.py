@@ -141,3 +141,25 @@ def test_a_frame_continuing_a_memo_never_started_is_refused():
     enc.encode(("entries", []))  # the frame that starts the memo: lost
     with pytest.raises(ValueError, match="continues a memo"):
         channels._Decoder().decode(enc.encode(("entries", [])))
+
+
+def _windows_and_reports(peers: Peers) -> None:
+    for k in range(3):
+        peers.put(0, "entries", [k])
+        peers.put(0, "round", f"report {k}")
+    peers.finish()
+
+
+def test_messages_are_taken_by_tag_each_in_order_and_after_the_sender_has_gone():
+    """Round reports may be taken after later windows' entries; what a
+    worker sent before it exited can still be asked for, and only what it
+    never sent is reported missing."""
+    ends = socket_pairs(2)
+    proc, peers = _start(_windows_and_reports, ends)
+    proc.join(timeout=60)
+    assert [peers.get(1) for _ in range(3)] == [[0], [1], [2]]
+    assert peers.has(1, "round")
+    assert [peers.get(1, "round") for _ in range(3)] == ["report 0", "report 1", "report 2"]
+    assert not peers.has(1, "round")
+    with pytest.raises(RuntimeError, match="ended without a word"):
+        peers.get(1)

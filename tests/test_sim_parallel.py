@@ -81,6 +81,24 @@ def test_loss_crashes_and_the_baseline_as_one_process(tmp_path):
     assert run(cfg, 2, tmp_path / "two") == one
 
 
+def test_without_a_log_workers_sum_copies_and_merge_rounds_late_to_the_same_summary():
+    """Without a log, workers sum recv and drop records where they are made
+    (ledger.Receipts), and worker 0 merges a round once every worker has
+    reported it, as it runs on: the summary of one process still."""
+    tr = window(read_bundled_trace(), 0, 10 * 3600)
+    rp = TraceReplay(tr, 600, measure_from=6 * 3600)
+    lossy = NetworkModel(loss=0.05)
+    for cfg in (SimConfig.for_trace(rp, events_per_round=10, seed=3, network=lossy),
+                SimConfig(nodes=150, rounds=16, seed=2, events_per_round=5.0, network=lossy,
+                          churn=(ChurnStep(8, "kill", fraction=0.1),))):  # fmt: skip
+        one = parallel.run_parallel(cfg, 1)
+        assert one["event_messages"] > 0 and one["load_max"] > 0
+        two = parallel.run_parallel(cfg, 2)
+        assert {k: v for k, v in two.items() if k not in TIMING} == {
+            k: v for k, v in one.items() if k not in TIMING
+        }
+
+
 def test_several_workers_need_a_minimum_latency(tmp_path):
     cfg = SimConfig(nodes=10, rounds=2, seed=1, network=NetworkModel(latency_min=0.0))
     with pytest.raises(ValueError, match="minimum latency"):

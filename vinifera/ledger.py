@@ -103,6 +103,21 @@ class Ledger:
             if lives and lives[-1][1] == INF:
                 lives[-1][1] = t
 
+    def add_receipts(self, receipts: Receipts) -> None:
+        """What feeding the records `receipts` summed would have counted:
+        the same, once this ledger has been fed every publish record up to
+        the last of them (a copy never comes before its publish)."""
+        events = self.events
+        for eid, (copies, uninterested, dropped) in receipts.by_event.items():
+            if eid in events:
+                self.received += copies
+                self.received_uninterested += uninterested
+                self.dropped += dropped
+        forwarded = self.forwarded
+        for node, eid in receipts.forwarded:
+            if eid in events:
+                forwarded[node].add(eid)
+
     # ----------------------------------------------------------------- queries
 
     def deliveries(self) -> Iterator[tuple[tuple[int, str], list[tuple[float, int]]]]:
@@ -201,6 +216,37 @@ class Ledger:
             "load_max": round(loads[-1], 6) if loads else None,
             "load_p95": round(_percentile(loads, 0.95), 6) if loads else None,
         }
+
+
+class Receipts:
+    """What the ledger takes from recv and drop records, summed where they
+    are made (sim/parallel.py's workers, when no log is written), so that
+    they need not travel and be merged one by one: their order does not
+    matter to the ledger, only whether each event turns out to be one of
+    the window's (Ledger.add_receipts)."""
+
+    def __init__(
+        self,
+        by_event: dict[int, list[int]] | None = None,
+        forwarded: list[tuple[str, int]] | None = None,
+    ) -> None:
+        # eid -> [copies received or dropped, of them by uninterested nodes, dropped]
+        self.by_event: dict[int, list[int]] = {} if by_event is None else by_event
+        self.forwarded: list[tuple[str, int]] = [] if forwarded is None else forwarded
+
+    def add(self, rec: dict) -> None:
+        """A recv or drop record, as Ledger.feed reads it."""
+        eid = rec["eid"]
+        counts = self.by_event.get(eid)
+        if counts is None:
+            counts = self.by_event[eid] = [0, 0, 0]
+        counts[0] += 1
+        if not rec["match"]:
+            counts[1] += 1
+        if rec["ev"] == "drop":
+            counts[2] += 1
+        elif rec["fwd"] > 0:
+            self.forwarded.append((rec["node"], eid))
 
 
 def _percentile(sorted_values: list[float], q: float) -> float:

@@ -7,7 +7,10 @@ Sends never block. A worker may send several windows ahead of reading
 (parallel.LAG), so two workers could both be writing while neither reads;
 with blocking sends and full socket buffers they would wait on each other
 for ever. Here what a socket does not take waits in the channel and goes
-out whenever its worker next waits for anything.
+out whenever its worker next waits for anything. Messages are asked for
+by tag (Peers.get): a worker's window entries and its round reports are
+two queues, read in order each, so that one can be taken later than the
+other.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import io
 import pickle
 import select
 import socket
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import Callable
 from typing import Any
 
@@ -59,13 +62,17 @@ class _Channel:
         return self.frames.popleft() if self.frames else None
 
     def _read(self) -> None:
+        """Whole frames into self.frames; EOFError once the other end has
+        closed and every frame it sent has been taken."""
+        closed = False
         while True:
             try:
                 n = self.sock.recv_into(self._chunk)
             except BlockingIOError:
                 break
             if not n:
-                raise EOFError("the other worker closed its end")
+                closed = True
+                break
             self.inbuf += self._view[:n]
             if n < READ_SIZE:
                 break
@@ -77,6 +84,8 @@ class _Channel:
             self.frames.append(bytes(buf[pos + HEADER : pos + HEADER + size]))
             pos += HEADER + size
         del buf[:pos]
+        if closed and not self.frames:
+            raise EOFError("the other worker closed its end")
 
     def finish(self) -> None:
         """Send what is still pending, waiting (at most a few seconds) for
@@ -164,17 +173,30 @@ class Peers:
         self.encoders = {j: _Encoder() for j in socks}
         self.decoders = {j: _Decoder() for j in socks}
         self.idle: Callable[[], bool] | None = None
+        # per worker, what has arrived and not been asked for yet, by tag
+        self._inbox: dict[int, defaultdict[str, deque]] = {j: defaultdict(deque) for j in socks}
+        self._ended: set[int] = set()  # workers whose end of the socket closed
 
     def put(self, j: int, tag: str, payload: Any) -> None:
         # only the windows' entries (immutable messages) share a memo
         self.channels[j].send(self.encoders[j].encode((tag, payload), tag == "entries"))
 
-    def get(self, j: int) -> Any:
-        """The payload of worker j's next message (its failure raised)."""
-        tag, payload = self.decoders[j].decode(self._wait(j))
-        if tag == "error":
-            raise RuntimeError(f"worker {j} failed:\n{payload}")
-        return payload
+    def get(self, j: int, tag: str = "entries") -> Any:
+        """The payload of worker j's next message tagged `tag`, waiting for
+        it; its messages of other tags keep for their own get (a failure
+        is raised at once)."""
+        waiting = self._inbox[j][tag]
+        if not waiting:
+            self._wait(j, waiting)
+        return waiting.popleft()
+
+    def has(self, j: int, tag: str) -> bool:
+        """Whether worker j's next message tagged `tag` is here (what has
+        arrived is read; never waits)."""
+        waiting = self._inbox[j][tag]
+        if not waiting:
+            self._receive(j)
+        return bool(waiting)
 
     def send_window(self, outbox: list[list]) -> None:
         """Each other worker's entries from the window just run."""
@@ -200,19 +222,40 @@ class Peers:
                 self.put(j, "error", report)
         self.finish()
 
-    def _wait(self, j: int) -> bytes:
+    def _receive(self, j: int) -> None:
+        """Decode whatever whole frames worker j has sent, in order (the
+        entries' memo needs it), into the inbox."""
+        channel, decoder, inbox = self.channels[j], self.decoders[j], self._inbox[j]
+        while True:
+            try:
+                frame = channel.take()
+            except EOFError:  # what it sent before may still be asked for
+                self._ended.add(j)
+                return
+            if frame is None:
+                return
+            tag, payload = decoder.decode(frame)
+            if tag == "error":
+                raise RuntimeError(f"worker {j} failed:\n{payload}")
+            inbox[tag].append(payload)
+
+    def _wait(self, j: int, waiting: deque) -> None:
+        """Until `waiting` (one of worker j's inbox queues) holds something."""
         channel, channels = self.channels[j], self.channels.values()
         while True:
             for c in channels:
                 c.flush()
-            try:
-                frame = channel.take()
-            except EOFError:
-                raise RuntimeError(f"worker {j} ended without a word") from None
-            if frame is not None:
-                return frame
-            if self.idle is not None and self.idle():
-                continue
+            self._receive(j)
+            if waiting:
+                return
+            if j in self._ended:
+                raise RuntimeError(f"worker {j} ended without a word")
+            if self.idle is not None:
+                more = self.idle()
+                if waiting:  # the idle work read it
+                    return
+                if more:
+                    continue
             writing = [c.sock for c in channels if c.out]
             select.select([channel.sock], writing, [])
 

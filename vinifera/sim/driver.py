@@ -350,13 +350,19 @@ class Simulation:
 
     # ----------------------------------------------------------------- measuring
 
-    def _measure_round(self, r: int, alive: list | None = None) -> None:
+    def _measure_round(
+        self, r: int, alive: list | None = None, death_time: dict | None = None
+    ) -> None:
+        """Round r's measures, of `alive` and `death_time` as they stood at
+        its end (sim/parallel.py measures a round after running on)."""
         if alive is None:
             alive = list(self.alive.values())
+        if death_time is None:
+            death_time = self.death_time
         self.node_rounds += len(alive)
         self.ring_history.append(metrics.ring_correct_fraction(alive))
         end = (r + 1) * self.overlay_config.period
-        for _node, _dead, died in metrics.dead_links(alive, self.death_time):
+        for _node, _dead, died in metrics.dead_links(alive, death_time):
             self.max_dead_link_seconds = max(self.max_dead_link_seconds, end - died)
 
     def moves(self) -> int:

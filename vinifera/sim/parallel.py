@@ -19,13 +19,18 @@ between them, and no worker is ever handed the past. The event order, the
 random streams and every node's inputs are therefore those of a
 one-process run. A round ends with every window in. Worker 0 (this
 process) merges the log records of each round in that order, feeds the
-ledger and the log (while it waits for the others, as far as it can), and
-takes the round's measurements from what every worker reports of its
-nodes. sim/channels.py carries the messages.
+ledger and the log, and takes the round's measurements from what every
+worker reports of its nodes; all of it while it waits for the others, as
+far as it can, a round or two behind the one it runs, so that no worker
+waits at a round's end. Without a log, the recv and drop records (most of
+a run's) are summed where they are made instead (ledger.Receipts): the
+ledger alone reads them, and in any order. sim/channels.py carries the
+messages.
 """
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import math
 import multiprocessing
@@ -36,10 +41,11 @@ import traceback
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
-from itertools import islice
+from itertools import chain, islice
 from pathlib import Path
 
 from vinifera.gcpolicy import quiet_garbage_collector
+from vinifera.ledger import Receipts
 from vinifera.ring import RING_SIZE
 from vinifera.sim.channels import Peers, socket_pairs
 from vinifera.sim.config import SimConfig
@@ -50,7 +56,7 @@ from vinifera.sim.transfer import bind, register
 class Partition:
     """What a Simulation needs to know to run a share of the nodes."""
 
-    __slots__ = ("worker", "splits", "owner", "outbox", "records", "key", "idx")
+    __slots__ = ("worker", "splits", "owner", "outbox", "records", "key", "idx", "receipts")
 
     def __init__(self, worker: int, workers: int) -> None:
         self.worker = worker
@@ -60,6 +66,9 @@ class Partition:
         self.records: list = []  # (event key, index, record) in event order
         self.key: tuple = (0.0, -3, -3, 0)  # the event being run
         self.idx = 0
+        # recv and drop records summed instead of kept (a run without a
+        # log: the ledger alone reads them, and in any order)
+        self.receipts: Receipts | None = None
 
     def join(self, address: int, ident: int) -> bool:
         """A node joins: it stays with the worker of its first identifier
@@ -77,8 +86,24 @@ class Partition:
         self.outbox[self.owner[dest]].append(entry)
 
     def record(self, rec: dict) -> None:
+        receipts = self.receipts
+        if receipts is not None:
+            ev = rec["ev"]
+            if ev == "recv" or ev == "drop":
+                receipts.add(rec)
+                return
         self.records.append((self.key, self.idx, rec))
         self.idx += 1
+
+    def take_round(self) -> tuple[list, tuple | None]:
+        """The round's records and summed receipts (as plain data: a
+        compiled class does not unpickle), and a fresh start for the next."""
+        records, self.records = self.records, []
+        receipts = self.receipts
+        if receipts is None:
+            return records, None
+        self.receipts = Receipts()
+        return records, (receipts.by_event, receipts.forwarded)
 
 
 class NodeReport:
@@ -229,8 +254,12 @@ class _Backlog:
         self.sim = sim
         self.rounds: deque[Iterator[tuple]] = deque()
 
-    def add(self, streams: list[list]) -> None:
-        self.rounds.append(heapq.merge(*streams, key=lambda x: x[:2]))
+    def add(self, streams: list[list], receipts: list[tuple | None]) -> None:
+        """A round's records, one stream per worker, and what each summed
+        (fed after the round's records, so after its publishes)."""
+        merged = heapq.merge(*streams, key=lambda x: x[:2])
+        summed = [(None, 0, r) for r in receipts if r is not None]
+        self.rounds.append(chain(merged, summed) if summed else merged)
         while len(self.rounds) > self.MAX_ROUNDS:
             self._feed(self.rounds.popleft())
 
@@ -248,9 +277,13 @@ class _Backlog:
 
     def _feed(self, records: Iterable[tuple]) -> int:
         keep = self.sim.keep
+        ledger = self.sim.ledger
         n = 0
-        for _key, _idx, rec in records:
-            keep(rec)
+        for key, _idx, rec in records:
+            if key is None:
+                ledger.add_receipts(Receipts(*rec))
+            else:
+                keep(rec)
             n += 1
         return n
 
@@ -268,10 +301,12 @@ def _worker(config: SimConfig, me: int, workers: int, ends: dict[tuple[int, int]
         if log_links:
             sim.overlay_config = config.overlay  # as Simulation keeps it with a log
         part = sim.part = Partition(me, workers)
+        if not log_links:
+            part.receipts = Receipts()
 
         def report(r: int) -> None:
-            peers.put(0, "round", (part.records, _reports(sim, part)))
-            part.records = []
+            records, receipts = part.take_round()
+            peers.put(0, "round", (records, receipts, _reports(sim, part)))
 
         with quiet_garbage_collector():
             _run_rounds(sim, part, peers, report)
@@ -327,43 +362,95 @@ def _coordinate(config: SimConfig, workers: int, socks: dict[int, socket.socket]
     """Worker 0: its share of the nodes, and everything done once."""
     sim = Simulation(config, log_dir=log_dir)
     part = sim.part = Partition(0, workers)
+    if log_dir is None:
+        part.receipts = Receipts()
     peers = Peers(socks)
     backlog = _Backlog(sim)
-    peers.idle = backlog.feed_some
     started = time.perf_counter()
+    # Rounds run but not merged yet: each is merged once every worker has
+    # reported it, while this worker waits for the others anyway (or when
+    # MAX_PENDING are waiting), so that no worker waits at a round's end
+    # for another's report or for this merge.
+    pending: deque[_RoundEnd] = deque()
+    last_alive: list = []
 
-    def merge_round(r: int) -> None:
-        streams = [part.records]
-        reports = {row[0]: row for row in _reports(sim, part)}
-        for j in sorted(socks):
-            records, rows = peers.get(j)
-            streams.append(records)
-            reports.update((row[0], row) for row in rows)
-        part.records = []
-        backlog.add(streams)
+    def end_round(r: int) -> None:
+        records, receipts = part.take_round()
+        own = _reports(sim, part)
+        pending.append(_RoundEnd(r, records, receipts, own, sim))
+        while len(pending) > MAX_PENDING:
+            merge_round()
+
+    merging = False
+
+    def merge_round() -> None:
+        nonlocal merging
+        done = pending.popleft()
+        streams, receipts = [done.records], [done.receipts]
+        reports = {row[0]: row for row in done.reports}
+        merging = True  # no merge from the idle work while this one waits
+        try:
+            for j in sorted(socks):
+                records, summed, rows = peers.get(j, "round")
+                streams.append(records)
+                receipts.append(summed)
+                reports.update((row[0], row) for row in rows)
+        finally:
+            merging = False
+        backlog.add(streams, receipts)
         alive = []
-        for address, node in sim.alive.items():  # in join order, as one process
+        for address, node in done.alive:  # in join order, as one process
             _, ident, primary, succ, pred, friends, addresses = reports[address]
             stand_in = NodeReport(address, ident, primary, _Links(succ, pred, friends), addresses)
             stand_in.subscription = node.subscription
             alive.append(stand_in)
-        sim._measure_round(r, alive)
+        sim._measure_round(done.r, alive, done.death_time)
         last_alive[:] = alive
         if progress is not None:
-            progress(r)
+            progress(done.r)
 
-    last_alive: list = []
+    def merge_reported() -> None:
+        while not merging and pending and all(peers.has(j, "round") for j in socks):
+            merge_round()
+
+    def idle() -> bool:
+        merge_reported()
+        return backlog.feed_some()
+
+    peers.idle = idle
     try:
         with quiet_garbage_collector():
-            _run_rounds(sim, part, peers, merge_round)
+            _run_rounds(sim, part, peers, end_round)
+            while pending:
+                merge_round()
     finally:
-        backlog.drain()  # what was run reaches the log, on Ctrl-C too
+        # what every worker ran and reported reaches the log, on Ctrl-C too
+        with contextlib.suppress(Exception):
+            merge_reported()
+        backlog.drain()
         if sim.writer is not None:
             sim.writer.close()
     moves = sim.moves()
     for j in sorted(socks):
-        stats, their_moves = peers.get(j)
+        stats, their_moves = peers.get(j, "end")
         moves += their_moves
         for k, v in stats.items():
             sim.stats[k] += v
     return sim._timed(sim._summary(last_alive, moves), started)
+
+
+# Rounds worker 0 may have run ahead of merging them (_coordinate)
+MAX_PENDING = 2
+
+
+class _RoundEnd:
+    """What worker 0 keeps of a round's end until it merges the round: its
+    own records and node reports, and the alive nodes and deaths then."""
+
+    __slots__ = ("r", "records", "receipts", "reports", "alive", "death_time")
+
+    def __init__(self, r: int, records: list, receipts: tuple | None, reports: list,
+                 sim: Simulation) -> None:  # fmt: skip
+        self.r, self.records, self.receipts, self.reports = r, records, receipts, reports
+        self.alive = list(sim.alive.items())
+        self.death_time = dict(sim.death_time)
