@@ -259,7 +259,7 @@ class _Backlog:
         (fed after the round's records, so after its publishes)."""
         merged = heapq.merge(*streams, key=lambda x: x[:2])
         summed = [(None, 0, r) for r in receipts if r is not None]
-        self.rounds.append(chain(merged, summed) if summed else merged)
+        self.rounds.append(chain(merged, summed))
         while len(self.rounds) > self.MAX_ROUNDS:
             self._feed(self.rounds.popleft())
 
