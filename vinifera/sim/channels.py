@@ -96,8 +96,11 @@ class _Channel:
         self.out.clear()
 
 
-# Frames a channel's pickle memo spans before both ends start afresh.
-MEMO_FRAMES = 256
+# Frames a channel's pickle memo spans before both ends start afresh:
+# about ten rounds of the trace's 201 windows. Against 256 (1.3 rounds),
+# profiles go as references for longer: the first 12 h on two workers
+# took 4-5% less wall time for 7% more memory; 8192 gained nothing more.
+MEMO_FRAMES = 2048
 _FRESH, _GOING, _ALONE = b"\x01", b"\x00", b"\x02"
 
 
