@@ -13,8 +13,10 @@ addresses are rewritten as real `host:port` strings (10.x.y.z:7000);
 every SAMPLE-th message of each kind is encoded and counted SAMPLE times,
 and the CPU spent encoding is left out of node-rounds per CPU-second.
 Each N runs as `vinifera sim run` does, with huge pages for its heap where
-the machine has them (vinifera/hugepages.py); VINIFERA_HUGE_PAGES=0 runs
-without. Results are appended to benchmarks/results.jsonl.
+the machine has them, and mimalloc as the allocator where it is installed
+(vinifera/hugepages.py); VINIFERA_HUGE_PAGES=0 runs without both,
+VINIFERA_MIMALLOC=0 without mimalloc. Results are appended to
+benchmarks/results.jsonl.
 """
 
 from __future__ import annotations
@@ -151,6 +153,7 @@ def main() -> None:
     # each child runs as `vinifera sim run` would (vinifera/hugepages.py)
     env = hugepages.environment_here() or dict(os.environ)
     huge = hugepages.in_effect(env)
+    mimalloc = hugepages.preloads_mimalloc(env)
     for n in args.nodes or [1000, 3000, 10000]:
         cmd = [sys.executable, __file__, "--child", str(n), "--rounds", str(args.rounds),
                "--seed", str(args.seed)]  # fmt: skip
@@ -162,6 +165,7 @@ def main() -> None:
         msgs, b = fig["messages_per_node_round"], fig["bytes_per_node_round"]
         build = "compiled" if native.in_use() else "pure"
         build += ", huge pages" if huge else ""
+        build += ", mimalloc" if mimalloc else ""
         print(f"N={n:>6} ({build}): {fig['node_rounds_per_cpu_second']:>7.0f} node-rounds/CPU-s, "
               f"wall {fig['wall_seconds']:.0f} s, RSS {fig['peak_rss_mib']:.0f} MiB; "
               f"per node-round "
@@ -173,7 +177,8 @@ def main() -> None:
             record("scaling", fig, {"nodes": n, "rounds": args.rounds, "seed": args.seed,
                                     "mix": "default", "subscriptions": "skewed",
                                     "events_per_round": 10, "sample": SAMPLE,
-                                    "compiled": native.in_use(), "huge_pages": huge})  # fmt: skip
+                                    "compiled": native.in_use(), "huge_pages": huge,
+                                    "mimalloc": mimalloc})  # fmt: skip
 
 
 if __name__ == "__main__":
