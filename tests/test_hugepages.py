@@ -66,6 +66,9 @@ def test_mimalloc_is_preloaded_beside_the_huge_pages_unless_declined():
         f"{lib}:libx.so"
     )
     assert hugepages.preloads_mimalloc(env)
+    # the user's own mimalloc options stay theirs
+    mine = environment({"MIMALLOC_LARGE_OS_PAGES": "0"}, "madvise", True, lib)
+    assert mine["MIMALLOC_LARGE_OS_PAGES"] == "0"
     declined = environment({MIMALLOC_OPT_OUT: "0"}, "madvise", True, lib)
     assert "LD_PRELOAD" not in declined and declined["PYTHONMALLOC"] == "malloc"
     assert not hugepages.preloads_mimalloc(declined)

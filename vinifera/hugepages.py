@@ -87,7 +87,7 @@ def environment(
     if mimalloc and base.get(MIMALLOC_OPT_OUT) != "0":
         preload = base.get("LD_PRELOAD")
         env["LD_PRELOAD"] = f"{mimalloc}:{preload}" if preload else mimalloc
-        env["MIMALLOC_LARGE_OS_PAGES"] = "1"  # its segments on 2 MiB pages (madvise)
+        env.setdefault("MIMALLOC_LARGE_OS_PAGES", "1")  # its segments on 2 MiB pages (madvise)
     return env
 
 
