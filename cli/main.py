@@ -139,12 +139,11 @@ def _opt(*names, **kw):
     "[default: 1]",
 )
 @_opt(
-    "--nearest-rows/--clockwise-rows",
-    default=None,
-    show_default=False,
-    help="Route subscription rows to the known node nearest their keys on either "
-    "side, or clockwise as Chord (docs/protocol.md, Range routing).  "
-    "[default: clockwise]",
+    "--row-overshoot",
+    type=click.IntRange(min=0),
+    help="Route a subscription row's key past it, to come back, only to a known node "
+    "this many times nearer it than the one before it: 0 clockwise as Chord, 1 the "
+    "nearest either side; 16 measured best (docs/protocol.md, Range routing).  [default: 0]",
 )
 @_opt(
     "--kill-fraction",
@@ -405,9 +404,9 @@ def _sim_config(**o):
             shed_pushes=content.shed_pushes and not o["no_push_shedding"],
             push=content.push and not o["no_push"],
             push_fanout=o["push_fanout"] or content.push_fanout,
-            rows_to_nearest=content.rows_to_nearest
-            if o["nearest_rows"] is None
-            else o["nearest_rows"],
+            rows_overshoot=content.rows_overshoot
+            if o["row_overshoot"] is None
+            else o["row_overshoot"],
         )
         common = dict(
             seed=o["seed"],

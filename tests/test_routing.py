@@ -8,16 +8,16 @@ from hypothesis import strategies as st
 
 from vinifera.protocol.routing import MINE, RouteView, arc_set
 from vinifera.ranges import IntervalSet
-from vinifera.ring import RING_MAX, RING_SIZE, in_arc, ring_distance
+from vinifera.ring import RING_MAX, RING_SIZE, in_arc
 
 
-def view_of(ring: list[int], me: int, links: list[int], nearest: bool = False) -> RouteView:
+def view_of(ring: list[int], me: int, links: list[int], overshoot: int = 0) -> RouteView:
     ring = sorted(ring)
     i = ring.index(me)
     pred = ring[i - 1]
     succ = ring[(i + 1) % len(ring)]
     known = {(x, x) for x in links} | {(pred, pred), (succ, succ)}
-    return RouteView(me, pred, (succ, succ), known, nearest)
+    return RouteView(me, pred, (succ, succ), known, overshoot)
 
 
 def owner(ring: list[int], key: int) -> int:
@@ -49,7 +49,7 @@ def test_split_example_showers_per_known_node():
 
 def test_split_to_the_nearest_known_node():
     ring = [100, 200, 300, 400, 500, 600, 700, 800, 900]
-    v = view_of(ring, 300, [500, 700, 900], nearest=True)
+    v = view_of(ring, 300, [500, 700, 900], overshoot=1)
     parts = v.split(IntervalSet.of(450, 800))
     assert parts[400] == IntervalSet.of(450, 450)  # half-way between 400 and 500
     assert parts[500] == IntervalSet.of(451, 600)
@@ -61,6 +61,19 @@ def test_split_to_the_nearest_known_node():
         900: IntervalSet.of(150, 199)
     }
     assert v.next_hop(150) == 900  # one key (an event's up copy): clockwise
+
+
+def test_split_overshoots_only_to_a_node_that_many_times_nearer():
+    ring = [100, 200, 300, 400, 500, 600, 700, 800, 900]
+    v = view_of(ring, 300, [500, 700, 900], overshoot=4)
+    # the gap 400..500: keys up to 400 + 100 * 4 // 5 = 480 stay with 400;
+    # 500..700 (600 is not known): up to 660 with 500
+    parts = v.split(IntervalSet.of(450, 800))
+    assert parts[400] == IntervalSet.of(450, 480)
+    assert parts[500] == IntervalSet.of(481, 660)
+    assert parts[700] == IntervalSet.of(661, 800)
+    # just before the predecessor: 50 back against almost the whole ring on
+    assert v.split(IntervalSet.of(150, 199)) == {200: IntervalSet.of(150, 199)}
 
 
 def test_split_keeps_mine_and_gives_succ_its_arc():
@@ -80,10 +93,10 @@ def test_next_hop_single_key():
     assert v.next_hop(450) == 300  # closest preceding known node of 450 is the successor
 
 
-def route_everywhere(ring, links_of, ranges, nearest=False):
+def route_everywhere(ring, links_of, ranges, overshoot=0):
     """Route `ranges` from ring[0] through the whole synthetic overlay;
     return {rendezvous: keys it ended with} and the max hop count."""
-    views = {x: view_of(ring, x, links_of[x], nearest) for x in ring}
+    views = {x: view_of(ring, x, links_of[x], overshoot) for x in ring}
     ended: dict[int, IntervalSet] = {}
     frontier = [(ring[0], ranges, 0)]
     max_hops = 0
@@ -105,14 +118,14 @@ def route_everywhere(ring, links_of, ranges, nearest=False):
     seed=st.integers(0, 10_000),
     lo=st.integers(0, RING_MAX),
     width=st.integers(0, RING_MAX),
-    nearest=st.booleans(),
+    overshoot=st.sampled_from([0, 1, 2, 16, 1000]),
 )
-def test_every_key_of_a_range_ends_at_its_true_rendezvous(n, seed, lo, width, nearest):
+def test_every_key_of_a_range_ends_at_its_true_rendezvous(n, seed, lo, width, overshoot):
     rng = random.Random(seed)
     ring = sorted(set(rng.getrandbits(64) for _ in range(n)))
     links_of = {x: rng.sample(ring, min(3, len(ring))) for x in ring}
     hi = min(RING_MAX, lo + width)
-    ended, _ = route_everywhere(ring, links_of, IntervalSet.of(lo, hi), nearest)
+    ended, _ = route_everywhere(ring, links_of, IntervalSet.of(lo, hi), overshoot)
     # the pieces partition the range ...
     total = IntervalSet()
     for node, keys in ended.items():
@@ -154,18 +167,30 @@ def test_successor_of_is_the_first_known_node_at_or_after_the_key(seed, key):
     assert view.successor_of(key) == expect
 
 
-def nearest_known(view: RouteView, key: int) -> int:
-    """The known node nearest the key; on a tie the one before it."""
-    return min(view.idents, key=lambda x: (ring_distance(x, key), (key - x) % RING_SIZE))
+def weight(x: int, key: int, overshoot: int) -> int:
+    """routing.py's W: clockwise distance to the key from before it, or
+    `overshoot` times the distance back to it from after it."""
+    before = (key - x) % RING_SIZE
+    return before if overshoot == 0 else min(before, overshoot * ((x - key) % RING_SIZE))
+
+
+def least_weight_known(view: RouteView, key: int, overshoot: int) -> int:
+    """The known node of least weight; on a tie the one before the key."""
+    return min(view.idents, key=lambda x: (weight(x, key, overshoot), (key - x) % RING_SIZE))
 
 
 @settings(max_examples=200, deadline=None)
-@given(seed=st.integers(0, 2**32), key=st.integers(0, RING_MAX), width=st.integers(0, 2**40))
-def test_split_sends_each_key_to_the_known_node_nearest_it(seed, key, width):
+@given(
+    seed=st.integers(0, 2**32),
+    key=st.integers(0, RING_MAX),
+    width=st.integers(0, 2**40),
+    overshoot=st.integers(0, 64),
+)
+def test_split_sends_each_key_to_the_known_node_of_least_weight(seed, key, width, overshoot):
     rng = random.Random(seed)
     ring = sorted(set(rng.getrandbits(64) for _ in range(rng.randint(2, 30))))
     me = rng.choice(ring)
-    view = view_of(ring, me, rng.sample(ring, min(5, len(ring))), nearest=True)
+    view = view_of(ring, me, rng.sample(ring, min(5, len(ring))), overshoot)
     hi = min(RING_MAX, key + width)
     for hop, keys in view.split(IntervalSet.of(key, hi)).items():
         for a, b in keys.intervals:
@@ -175,6 +200,6 @@ def test_split_sends_each_key_to_the_known_node_nearest_it(seed, key, width):
                 elif in_arc(k, me, view.succ):
                     assert hop == view.succ
                 else:
-                    assert hop == nearest_known(view, k)
-                    # nearer than we are: the walk ends (see routing.py)
-                    assert ring_distance(hop, k) < ring_distance(me, k)
+                    assert hop == least_weight_known(view, k, overshoot)
+                    # lighter than we are: the walk ends (see routing.py)
+                    assert weight(hop, k, overshoot) < weight(me, k, overshoot)

@@ -182,13 +182,21 @@ class ContentConfig:
     # Install in the primary attribute's tree (Algorithm 1); otherwise in
     # the first attribute the subscription constrains (the baseline).
     use_primary: bool = True
-    # Rows go to the known node nearest their keys on either side (routing.py,
-    # `RouteView.split`), so a subscription's rows stay among the nodes
-    # around its keys; otherwise clockwise, Chord's closest preceding node.
-    # Opt-in: a fifth of the overhead on Fig. 3's runs, but more pairs
-    # missed under churn (docs/results.md, "Rows routed to the nearest
-    # node"). Not for the baseline: its long links all point clockwise.
-    rows_to_nearest: bool = False
+    # Where a row's keys outside (pred, succ] go next (routing.py,
+    # `RouteView.split`): to the known node before each key (clockwise,
+    # Chord's closest preceding node), unless the known node after it is
+    # this many times nearer the key: then there, to come back
+    # counterclockwise. 0: never (clockwise, Chord); 1: the nearest either
+    # side. Clockwise sends the keys just before a subscriber (its identifier
+    # lies inside its range) the long way round the ring, through nodes that
+    # want none of its events; nearest keeps the rows among the nodes around
+    # their keys, but approaches a key from the side the events' clockwise
+    # up copies do not, so they meet later and paths grow. 16 keeps the
+    # gains of both on Fig. 3's runs and the 48 h replay (docs/results.md,
+    # "Rows that overshoot a key only to a node sixteen times nearer"); not
+    # yet the default: under churn it misses more pairs, for reasons not
+    # traced yet. The baseline: 0, its long links all point clockwise.
+    rows_overshoot: int = 0
     # A node keeps its rows at each next hop alive with one digest per row
     # this often (periods), desynchronized between nodes. The keep-alive
     # also repairs a lost or stale row (the receiver asks for it again), so
@@ -321,6 +329,8 @@ class ContentConfig:
             raise ValueError("max_install_hops must be >= 1")
         if self.event_retries < 0:
             raise ValueError("event_retries must be >= 0")
+        if self.rows_overshoot < 0:
+            raise ValueError("rows_overshoot must be >= 0 (0: clockwise, 1: nearest)")
         if self.catch_up < 0:
             raise ValueError("catch_up must be >= 0")
         if self.publish_hold < 0:
@@ -343,7 +353,12 @@ class ContentConfig:
 
 
 BASELINE_CONTENT = ContentConfig(
-    rendezvous="attribute", identifier="random", use_primary=False, balancing=False, push=False
+    rendezvous="attribute",
+    identifier="random",
+    use_primary=False,
+    balancing=False,
+    push=False,
+    rows_overshoot=0,
 )
 
 # The baseline: 2 ring + 8 small-world links, no friends.

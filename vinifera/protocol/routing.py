@@ -7,24 +7,27 @@ Given what a node knows (its routing links), every key has one next step:
 - keys in (me, succ]  -> my successor (it is the rendezvous);
 - any other key k     -> the closest known node at or before k (Chord's
   "closest preceding node": never overshoot, so routing always progresses
-  clockwise and terminates). Events' up copies (`next_hop`) always go so,
-  and the rows of installation (`split`) too, unless the view is `nearest`
-  (opt-in, ContentConfig.rows_to_nearest): then to the known node nearest
-  k on either side.
+  clockwise and terminates). Events' up copies (`next_hop`) always go so.
+  The rows of installation (`split`) go so unless the known node after k
+  is `overshoot` times nearer k (ContentConfig.rows_overshoot; 1: the
+  nearest either side): then to it, overshooting k to come back.
 
-For a range this *showers*: the range is split at every known node inside
-it and each part goes to the known node at its start, the part before the
-first known node greedily toward the range start; or, nearest, the range
-is cut where the known node nearest its keys changes (at every known node
-and half-way between two) and each part goes to that node. Each node
-applies the same rule to what it receives, and every step brings each key
-nearer its rendezvous (clockwise; or, outside (pred, succ], nearest: the
-predecessor or the successor is nearer than we are), so a range ends,
-piece by piece, exactly at the rendezvous nodes of its keys. Nearest keeps
-a subscription's rows among the nodes around its keys, which mostly share
-its interest, where clockwise sent the keys just before a node the long
-way round the ring, through nodes that wanted none of their events
-(docs/results.md, "Rows routed to the nearest node").
+For a range this *showers*: the range is cut where the next hop of its keys
+changes (at every known node inside it, and with overshoot also in every gap
+between two known nodes a < b, at a + gap * F / (F + 1)) and each part goes
+to its next hop. Each node applies the same rule to what it receives, and
+every step brings each key nearer its rendezvous: a node sends key k to the
+known node x with the least weight W(x) = min(d(x, k), F * d(k, x)), clockwise
+distances (F = 0: the first term), and outside (pred, succ] its successor or
+its predecessor weighs less than the node itself. So a range ends, piece by
+piece, exactly at the rendezvous nodes of its keys. Why overshoot: clockwise
+sent the keys just before a subscriber (its identifier lies inside its range)
+the long way round the ring, through nodes that wanted none of their events;
+with overshoot they come back through the nodes around the keys, which mostly
+share the interest (docs/results.md, "Rows routed to the nearest node").
+Overshooting only to a node much nearer keeps the other rows approaching
+their keys from before, as the events' up copies do, so that the two meet
+early and paths stay short.
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ class RouteView:
 
     __slots__ = (
         "me", "pred", "succ", "succ_address", "idents", "addresses", "mine", "succ_arc",
-        "nearest", "_segments", "_starts",
+        "overshoot", "_segments", "_starts",
     )  # fmt: skip
 
     succ: int | None
@@ -69,10 +72,10 @@ class RouteView:
         pred: int | None,
         succ: tuple[int, Hashable] | None,
         known: Iterable[tuple[int, Hashable]],
-        nearest: bool = False,
+        overshoot: int = 0,
     ) -> None:
         self.me = me
-        self.nearest = nearest  # split: by nearest known node (else clockwise)
+        self.overshoot = overshoot  # split's F (module docstring); 0: clockwise
         self.pred = pred
         if succ is not None:
             self.succ, self.succ_address = succ
@@ -132,11 +135,11 @@ class RouteView:
         if rest and not self.idents:
             out.setdefault(MINE, []).extend(rest.intervals)
             rest = IntervalSet()
-        if rest and self.nearest:
-            segments = self._nearest_segments()
+        if rest and self.overshoot:
+            segments = self._weighted_segments()
             starts = self._starts
             for lo, hi in rest.intervals:
-                # the keys of [lo, hi] by the known node nearest each
+                # the keys of [lo, hi] by the known node of least weight
                 k = bisect_right(starts, lo) - 1
                 while k < len(segments) and segments[k][0] <= hi:
                     start, end, hop = segments[k]
@@ -160,15 +163,17 @@ class RouteView:
                 out.setdefault(addresses[i], []).append((start, hi))
         return {hop: IntervalSet.from_intervals(parts) for hop, parts in out.items()}
 
-    def _nearest_segments(self) -> list[tuple[int, int, Hashable]]:
-        """The ring cut into (first key, last key, the known node nearest
-        them), sorted: each gap between two known nodes goes half to each
-        (the half-way key to the one before it)."""
+    def _weighted_segments(self) -> list[tuple[int, int, Hashable]]:
+        """The ring cut into (first key, last key, their next hop), sorted:
+        the keys of a gap between two known nodes a < b go to a while
+        d(a, k) <= F * d(k, b), that is up to a + gap * F // (F + 1), and the
+        rest to b (F = 1: half to each, the half-way key to a)."""
         segments = self._segments
         if segments is not None:
             return segments
         idents, addresses = self.idents, self.addresses
         n = len(idents)
+        factor = self.overshoot
         raw: list[tuple[int, int, Hashable]] = []
         for i in range(n):
             a = idents[i]
@@ -176,7 +181,7 @@ class RouteView:
             gap = RING_SIZE if n == 1 else (idents[nxt] - a) % RING_SIZE
             if gap == 0:
                 continue  # two links with one identifier
-            half = gap // 2
+            half = gap * factor // (factor + 1)  # keys up to a + half go to a
             raw.append((a, a + half, addresses[i]))
             if gap - half > 1:
                 raw.append((a + half + 1, a + gap - 1, addresses[nxt]))

@@ -63,6 +63,13 @@ class Installation:
         # catch-up (a route that merely moved already had the events)
         self.fresh: set[str] = set()
         self._routed_version = -1  # routing view the rows were computed with
+        # One change of a row per next hop and instant (`_held_back`): the
+        # instant, the rows changed in it, and the attributes whose further
+        # changes wait for a later instant (fresh ones apart)
+        self._instant = -1.0
+        self._changed: set[tuple[str, Hashable]] = set()
+        self.held: set[str] = set()
+        self.held_fresh: set[str] = set()
         # per routing view: filter -> [(next hop, its part there)], and
         # the parts sent to one hop -> their aggregated row
         self._splits: dict[Filter, list] = {}
@@ -122,6 +129,11 @@ class Installation:
         view changed, and send what changed."""
         content = self.content
         view = content.view()
+        if self.held and now != self._instant:
+            self.dirty |= self.held
+            self.fresh |= self.held_fresh
+            self.held.clear()
+            self.held_fresh.clear()
         if content.view_version != self._routed_version:
             self._routed_version = content.view_version
             self._splits = {}
@@ -173,10 +185,12 @@ class Installation:
                     filters, cfg.max_filters_per_row, cfg.max_intervals
                 )
             cur = sent.get((attr, hop))
-            if cur is None or cur.filters != row:
+            if (cur is None or cur.filters != row) and not self._held_back(attr, hop, now):
                 sent[(attr, hop)] = SentRow(row)
                 out.append(Send(hop, m.Install(me, attr, row, fresh, now)))
         for key in [k for k in sent if k[0] == attr and k[1] not in per_hop]:
+            if self._held_back(attr, key[1], now):
+                continue
             # Nothing of ours goes there any more. If nothing is asked of us
             # at all, say so at once (fast de-aggregation); if the demand
             # merely moved, an empty row: what it held stays matchable for
@@ -186,6 +200,25 @@ class Installation:
                 out.append(Send(key[1], m.Install(me, attr, (), False, now)))
             else:
                 out.append(Send(key[1], m.Withdraw(me, (attr,), now)))
+
+    def _held_back(self, attr: str, hop: Hashable, now: float) -> bool:
+        """Whether the row for `hop` already changed in this instant: then
+        this change waits for the next route at a later one. Without it, two
+        versions of the rows on a cycle of disagreeing ring views can chase
+        each other round it for ever where messages take no time (each
+        arrival changes the receiver's row, which goes on at once); with
+        latency, arrivals never share an instant, so nothing changes there."""
+        if now != self._instant:
+            self._instant = now
+            self._changed.clear()
+        key = (attr, hop)
+        if key in self._changed:
+            self.held.add(attr)
+            if attr in self.fresh:
+                self.held_fresh.add(attr)
+            return True
+        self._changed.add(key)
+        return False
 
     # ----------------------------------------------------------------- handlers
 

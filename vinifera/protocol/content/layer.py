@@ -118,7 +118,7 @@ class Content:
         if sig != self._view_sig or self._view is None:
             pred = by[links.pred].profile.ident if links.pred is not None else None
             succ = (by[links.succ].profile.ident, links.succ) if links.succ is not None else None
-            self._view = RouteView(ident, pred, succ, known, self.config.rows_to_nearest)
+            self._view = RouteView(ident, pred, succ, known, self.config.rows_overshoot)
             self._view_sig = sig
             self.view_version += 1
         return self._view
