@@ -124,9 +124,11 @@ class Installation:
 
     # ----------------------------------------------------------------- routing
 
-    def route(self, now: float) -> None:
+    def route(self, now: float, arrival: bool = False) -> None:
         """Recompute the rows of every attribute whose demand or routing
-        view changed, and send what changed."""
+        view changed, and send what changed. `arrival`: for a row that just
+        arrived, whose changes pass on at most once per instant
+        (`_held_back`)."""
         content = self.content
         view = content.view()
         if self.held and now != self._instant:
@@ -145,11 +147,11 @@ class Installation:
         if not self.dirty:
             return
         for attr in sorted(self.dirty):
-            self._route_attribute(view, attr, now)
+            self._route_attribute(view, attr, now, arrival)
         self.dirty.clear()
         self.fresh.clear()
 
-    def _route_attribute(self, view: RouteView, attr: str, now: float) -> None:
+    def _route_attribute(self, view: RouteView, attr: str, now: float, arrival: bool) -> None:
         cfg = self.content.config
         sources = self.demand(attr)
         per_hop: dict[Hashable, list[Filter]] = {}
@@ -185,11 +187,11 @@ class Installation:
                     filters, cfg.max_filters_per_row, cfg.max_intervals
                 )
             cur = sent.get((attr, hop))
-            if (cur is None or cur.filters != row) and not self._held_back(attr, hop, now):
+            if (cur is None or cur.filters != row) and not self._held_back(attr, hop, now, arrival):
                 sent[(attr, hop)] = SentRow(row)
                 out.append(Send(hop, m.Install(me, attr, row, fresh, now)))
         for key in [k for k in sent if k[0] == attr and k[1] not in per_hop]:
-            if self._held_back(attr, key[1], now):
+            if self._held_back(attr, key[1], now, arrival):
                 continue
             # Nothing of ours goes there any more. If nothing is asked of us
             # at all, say so at once (fast de-aggregation); if the demand
@@ -201,18 +203,20 @@ class Installation:
             else:
                 out.append(Send(key[1], m.Withdraw(me, (attr,), now)))
 
-    def _held_back(self, attr: str, hop: Hashable, now: float) -> bool:
-        """Whether the row for `hop` already changed in this instant: then
-        this change waits for the next route at a later one. Without it, two
-        versions of the rows on a cycle of disagreeing ring views can chase
-        each other round it for ever where messages take no time (each
-        arrival changes the receiver's row, which goes on at once); with
-        latency, arrivals never share an instant, so nothing changes there."""
+    def _held_back(self, attr: str, hop: Hashable, now: float, arrival: bool) -> bool:
+        """Whether a change that an arriving row makes to the row for `hop`
+        must wait for the next route at a later instant, because that row
+        already changed in this one. Without it, two versions of the rows on
+        a cycle of disagreeing ring views can chase each other round it for
+        ever where messages take no time (each arrival changes the
+        receiver's row, which goes on at once). With latency no two arrivals
+        share an instant, so nothing changes there; a node's own changes
+        (its tick, a neighbour gone) are never held."""
         if now != self._instant:
             self._instant = now
             self._changed.clear()
         key = (attr, hop)
-        if key in self._changed:
+        if arrival and key in self._changed:
             self.held.add(attr)
             if attr in self.fresh:
                 self.held_fresh.add(attr)
@@ -236,7 +240,7 @@ class Installation:
                 self.fresh.add(msg.attr)
             if self.on_row_changed is not None:
                 self.on_row_changed(now, msg.profile.address, msg.attr, row, msg.fresh)
-            self.route(now)
+            self.route(now, arrival=True)
 
     def on_refresh(self, now: float, msg: m.Refresh) -> None:
         content = self.content
@@ -267,7 +271,7 @@ class Installation:
         gone = [attr for attr in msg.attrs if self.crt.withdraw(attr, sender, msg.sent, now)]
         if gone:
             self.dirty.update(gone)
-            self.route(now)
+            self.route(now, arrival=True)
 
     def peer_gone(self, now: float, address: Hashable) -> None:
         """A neighbour left or was suspected: forget what it asked for and
