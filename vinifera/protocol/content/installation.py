@@ -63,9 +63,9 @@ class Installation:
         # catch-up (a route that merely moved already had the events)
         self.fresh: set[str] = set()
         self._routed_version = -1  # routing view the rows were computed with
-        # One change of a row per next hop and instant (`_held_back`): the
-        # instant, the rows changed in it, and the attributes whose further
-        # changes wait for a later instant (fresh ones apart)
+        # Arriving rows change a row of ours once per next hop and instant
+        # (`_held_back`): the instant, the rows changed in it, and the
+        # attributes (and of those, the fresh ones) waiting for a later one
         self._instant = -1.0
         self._changed: set[tuple[str, Hashable]] = set()
         self.held: set[str] = set()
