@@ -98,8 +98,8 @@ def test_rows_do_not_chase_each_other_round_a_cycle_of_ring_views(seed, overshoo
     # With no latency these networks meet a cycle of disagreeing ring views
     # at t = 4-5 (clockwise rows on seeds 3 and 4, overshooting rows on 1),
     # and two versions of the rows on it went round it for ever: each
-    # arrival changed the receiver's row, sent on at once. A row now changes
-    # at most once per next hop and instant; the rest waits for a later one.
+    # arrival changed the receiver's row, sent on at once. Arriving rows now
+    # change a row at most once per next hop and instant; the rest waits.
     content = ContentConfig(balancing=False, rows_overshoot=overshoot)
     net = Net(40, content=content, seed=seed)
     net.rounds(25)

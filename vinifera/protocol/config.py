@@ -191,8 +191,9 @@ class ContentConfig:
     # lies inside its range) the long way round the ring, through nodes that
     # want none of its events; nearest keeps the rows among the nodes around
     # their keys, but approaches a key from the side the events' clockwise
-    # up copies do not, so they meet later and paths grow. 16 keeps the
-    # gains of both on Fig. 3's runs and the 48 h replay (docs/results.md,
+    # up copies do not, so they meet later and paths grow. 16 keeps most of
+    # nearest's lower overhead with clockwise's paths on Fig. 3's runs
+    # (docs/results.md,
     # "Rows that overshoot a key only to a node sixteen times nearer"); not
     # yet the default: under churn it misses more pairs, for reasons not
     # traced yet. The baseline: 0, its long links all point clockwise.
