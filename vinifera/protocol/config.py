@@ -270,7 +270,9 @@ class ContentConfig:
     # could take its key as the node's own and go nowhere: it waits, up to
     # this many periods, for the first tick with a predecessor (0: no
     # wait). The first 12 h of the Skype trace lost two events whole that
-    # way, 386 of 725 missed pairs (docs/results.md).
+    # way, 386 of 725 missed pairs (docs/results.md). Up copies received
+    # then wait the same way: a node back at once under its old address
+    # gets them from neighbours that still know its old self.
     publish_hold: float = 5.0
     # Subscription awareness in delivery: the first time a node handles an
     # event it sends it straight to every link whose subscription (known

@@ -81,6 +81,15 @@ class Copy(NamedTuple):
     up: bool  # still on its way to the rendezvous
 
 
+class HeldCopy(NamedTuple):
+    """An up copy that reached us before we had a ring to route it on."""
+
+    since: float
+    copy: Copy
+    sender: Hashable
+    interested: bool
+
+
 class Forest:
     def __init__(self, content: Content) -> None:
         self.content = content
@@ -89,7 +98,8 @@ class Forest:
         self.delivered = ExpiringMap()  # eid
         self.recent = ExpiringMap()  # (eid, attr) -> RecentEvent (catch_up)
         self.period_events = 0
-        self.held: list[HeldEvent] = []  # published before we had a ring (publish_hold)
+        # published, or up copies received, before we had a ring (publish_hold)
+        self.held: list[HeldEvent | HeldCopy] = []
 
     def forget_before(self, dedupe_horizon: float, catch_up_horizon: float) -> None:
         self.seen.forget_before(dedupe_horizon)
@@ -106,14 +116,19 @@ class Forest:
         interested = sub is not None and satisfies(sub.constraints, event.values)
         if interested:
             self._deliver(now, eid, event, None, 0)
-        if c.config.publish_hold > 0 and (c.started is None or c.view().pred is None):
-            # Without a ring neighbour every key looks like ours, and before
-            # its first tick a node's ring is what its join reply offered:
-            # the event could stop here. It waits for the first tick and a
-            # predecessor instead.
+        if self._ringless():
             self.held.append(HeldEvent(now, eid, event, interested))
             return
         self._route_published(now, eid, event, interested)
+
+    def _ringless(self) -> bool:
+        """Without a ring neighbour every key looks like ours, and before
+        its first tick a node's ring is what its join reply offered: an
+        event routed now could stop here, its rendezvous by mistake. Our
+        own events and the up copies we receive wait for the first tick
+        and a predecessor instead (publish_hold)."""
+        c = self.content
+        return c.config.publish_hold > 0 and (c.started is None or c.view().pred is None)
 
     def release_held(self, now: float) -> None:
         """At a tick: route the held events once we have a ring neighbour,
@@ -125,7 +140,10 @@ class Forest:
                 return
         held, self.held = self.held, []
         for item in held:
-            self._route_published(now, item.eid, item.event, item.interested)
+            if isinstance(item, HeldCopy):
+                self._take(now, item.copy, item.sender, item.interested)
+            else:
+                self._route_published(now, item.eid, item.event, item.interested)
 
     def _route_published(self, now: float, eid: int, event: Event, interested: bool) -> None:
         """Our own event's up copies, one per attribute, and its pushes."""
@@ -150,32 +168,40 @@ class Forest:
             c.out.append(Send(msg.profile.address, m.Pong(c.profile)))
         if interested and msg.eid not in self.delivered:
             self._deliver(now, msg.eid, msg.event, msg.attr, msg.hops)
-        sender = msg.profile.address
-        state = self.seen.items.get((msg.eid, msg.attr), 0)
-        need = (DOWN_DONE | UP_DONE) if msg.up else DOWN_DONE
+        copy = Copy(msg.eid, msg.event, msg.attr, msg.key, msg.hops, msg.up)
+        if msg.up and self._ringless():
+            # (its recv record comes when it is handled, at release_held)
+            self.held.append(HeldCopy(now, copy, msg.profile.address, interested))
+            return
+        self._take(now, copy, msg.profile.address, interested)
+
+    def _take(self, now: float, copy: Copy, sender: Hashable, interested: bool) -> None:
+        """Handle a tree copy that arrived from `sender` (delivered already)."""
+        c = self.content
+        state = self.seen.items.get((copy.eid, copy.attr), 0)
+        need = (DOWN_DONE | UP_DONE) if copy.up else DOWN_DONE
         fwd = 0
         rv = dup = False
         if state & need == need:
             c.counters["events_duplicate"] += 1
             dup = True
-            if msg.up:
-                fwd = self._up_returned(now, Copy(msg.eid, msg.event, msg.attr, msg.key,
-                                                  msg.hops, True))  # fmt: skip
-        elif msg.hops < c.config.max_event_hops:
+            if copy.up:
+                fwd = self._up_returned(now, copy)
+        elif copy.hops < c.config.max_event_hops:
             # an up copy whose up work is done here already only goes down
-            up = msg.up and not state & UP_DONE
-            copy = Copy(msg.eid, msg.event, msg.attr, msg.key, msg.hops, up)
+            if copy.up and state & UP_DONE:
+                copy = copy._replace(up=False)
             targets, rv = self._handle(now, copy, sender, state)
             if rv:
-                c.note_rendezvous(now, msg.key, interested)
+                c.note_rendezvous(now, copy.key, interested)
             fwd = len(targets)
-            fwd += self._push(now, msg.eid, msg.event, msg.hops, {sender, *targets}, fwd > 0)
-        self._received(now, msg, msg.attr, interested, fwd, dup, rv)
+            fwd += self._push(now, copy.eid, copy.event, copy.hops, {sender, *targets}, fwd > 0)
+        self._received(now, copy, copy.attr, interested, fwd, dup, rv)
 
     def _received(self, now: float, msg, attr, interested: bool, fwd: int, dup: bool, rv: bool):
-        """The end of handling a copy: its `recv` record, and the event
-        counted toward our forwarding load when we sent it on (the same
-        records the simulator's load metric counts)."""
+        """The end of handling a copy (a message or a Copy): its `recv`
+        record, and the event counted toward our forwarding load when we
+        sent it on (the same records the simulator's load metric counts)."""
         c = self.content
         if fwd:
             c.note_forwarded(now, msg.eid)
