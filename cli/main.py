@@ -143,7 +143,8 @@ def _opt(*names, **kw):
     type=click.IntRange(min=0),
     help="Route a subscription row's key past it, to come back, only to a known node "
     "this many times nearer it than the one before it: 0 clockwise as Chord, 1 the "
-    "nearest either side; 16 measured best (docs/protocol.md, Range routing).  [default: 0]",
+    "nearest either side; 16 measured best (docs/protocol.md, Range routing).  "
+    "[default: 16; baseline: 0]",
 )
 @_opt(
     "--kill-fraction",
