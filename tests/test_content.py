@@ -310,19 +310,25 @@ def test_a_row_that_moved_here_gets_the_events_we_took_with_no_row_wanting_them(
     assert copies(r.receive(0.8, moved)) == [(4, 7, False)]  # 8 went down a row already
 
 
-@pytest.mark.parametrize("hold", [5.0, 0.0])
-def test_an_event_published_before_the_join_is_answered_waits_for_the_ring(hold):
-    """A node publishes before its bootstrap has answered: it has no links,
-    so every key looks like its own. The event waits for the ring
-    (ContentConfig.publish_hold) and then reaches every subscriber; with
-    no wait it stops at the publisher and reaches nobody."""
+def _newcomer_whose_join_is_on_its_way(hold):
+    """A settled 30-node network, and node 99 (subscribed to a corner no
+    test event matches) started, its join not yet answered."""
     content = ContentConfig(balancing=False, publish_hold=hold)
     net = Net(30, content=content, seed=9)
     net.rounds(20)
     sub = Subscription.build(SCHEMA, {"a0": (0.0, 10.0), "a1": (0.0, 10.0)})
     new = Node(99, SCHEMA, net.overlay, random.Random(5), sub, content=content)
     net.nodes[99] = new
-    joining = new.start(net.now, [3])  # the join is on its way
+    return net, new, new.start(net.now, [3])
+
+
+@pytest.mark.parametrize("hold", [5.0, 0.0])
+def test_an_event_published_before_the_join_is_answered_waits_for_the_ring(hold):
+    """A node publishes before its bootstrap has answered: it has no links,
+    so every key looks like its own. The event waits for the ring
+    (ContentConfig.publish_hold) and then reaches every subscriber; with
+    no wait it stops at the publisher and reaches nobody."""
+    net, new, joining = _newcomer_whose_join_is_on_its_way(hold)
     eid, event = net.publish(99, 650.0, 500.0)
     want = net.expected(event)
     assert want and 99 not in want
@@ -366,13 +372,7 @@ def test_an_up_copy_that_reaches_a_node_without_a_ring_waits_for_it(hold):
     whole so, right after a mass return.)"""
     from vinifera.protocol import messages as msgs
 
-    content = ContentConfig(balancing=False, publish_hold=hold)
-    net = Net(30, content=content, seed=9)
-    net.rounds(20)
-    sub = Subscription.build(SCHEMA, {"a0": (0.0, 10.0), "a1": (0.0, 10.0)})
-    new = Node(99, SCHEMA, net.overlay, random.Random(5), sub, content=content)
-    net.nodes[99] = new
-    joining = new.start(net.now, [3])  # the join is on its way
+    net, new, joining = _newcomer_whose_join_is_on_its_way(hold)
     event = Event.build(SCHEMA, {"a0": 650.0, "a1": 500.0})
     key = SCHEMA.attribute("a0").key(650.0)
     copy = msgs.EventMessage(net.nodes[4].profile, 4242, event, "a0", key, 1, True)
