@@ -388,6 +388,25 @@ def test_an_up_copy_that_reaches_a_node_without_a_ring_waits_for_it(hold):
         assert net.got(4242) == []
 
 
+def test_peers_make_a_ringless_node_hold_at_most_max_held_copies():
+    """Up copies held for the ring are capped: past MAX_HELD_COPIES a copy
+    is handled as it comes (as before the hold) and counted."""
+    from vinifera.protocol import messages as msgs
+    from vinifera.protocol.content.forest import MAX_HELD_COPIES
+
+    net, new, _ = _newcomer_whose_join_is_on_its_way(5.0)
+    event = Event.build(SCHEMA, {"a0": 650.0, "a1": 500.0})
+    key = SCHEMA.attribute("a0").key(650.0)
+    extra = 7
+    for eid in range(MAX_HELD_COPIES + extra):
+        new.receive(
+            net.now, msgs.EventMessage(net.nodes[4].profile, eid, event, "a0", key, 1, True)
+        )
+    assert len(new.content.forest.held) == MAX_HELD_COPIES
+    assert new.counters()["up_copies_not_held"] == extra
+    assert new.counters()["events_received"] == MAX_HELD_COPIES + extra
+
+
 def test_an_up_copy_sent_back_by_a_stale_ring_goes_on_to_the_likeliest_rendezvous():
     """A's ring is stale: it forwards an up copy to S (its successor) for a
     key S thinks is nearer A. S does not hand it back (where it would die);

@@ -36,6 +36,10 @@ if TYPE_CHECKING:  # (a cycle: the layer holds its parts)
 DOWN_DONE, UP_DONE = 1, 2
 # seen's key for "this node has pushed the event": (eid, PUSHED)
 PUSHED = None
+# Held for the ring at once (our events and up copies), at most, before an
+# up copy from a peer is held: a cap on what peers can make a ringless node
+# keep. Past it a copy is handled as it comes, as it was before the hold.
+MAX_HELD_COPIES = 256
 
 
 class RecentEvent:
@@ -170,9 +174,11 @@ class Forest:
             self._deliver(now, msg.eid, msg.event, msg.attr, msg.hops)
         copy = Copy(msg.eid, msg.event, msg.attr, msg.key, msg.hops, msg.up)
         if msg.up and self._ringless():
-            # (its recv record comes when it is handled, at release_held)
-            self.held.append(HeldCopy(now, copy, msg.profile.address, interested))
-            return
+            if len(self.held) < MAX_HELD_COPIES:
+                # (its recv record comes when it is handled, at release_held)
+                self.held.append(HeldCopy(now, copy, msg.profile.address, interested))
+                return
+            c.counters["up_copies_not_held"] += 1
         self._take(now, copy, msg.profile.address, interested)
 
     def _take(self, now: float, copy: Copy, sender: Hashable, interested: bool) -> None:
