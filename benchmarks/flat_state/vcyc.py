@@ -11,15 +11,7 @@ from random import Random
 
 from librt.vecs import append, vec
 from mypy_extensions import i64
-
-
-def below(rng: Random, n: i64) -> i64:
-    """A uniform integer in [0, n) (vinifera/draws.py's, for an i64)."""
-    bits = int(n).bit_length()
-    r: int = rng.getrandbits(bits)
-    while r >= n:
-        r = rng.getrandbits(bits)
-    return r
+from vdraws import below
 
 
 class Batch:
@@ -38,16 +30,15 @@ class Batch:
         self.profiles.append(profile)
 
 
-class VCyclon:
+class VCyclon(Batch):
+    """The view: a Batch (add puts an entry in) and Cyclon's state."""
+
     def __init__(self, address: i64, view_size: i64, shuffle_length: i64, rng: Random) -> None:
+        super().__init__()
         self.address = address
         self.view_size = view_size
         self.shuffle_length = shuffle_length
         self.rng = rng
-        self.addrs: vec[i64] = vec[i64]()
-        self.heard: vec[float] = vec[float]()
-        self.seqs: vec[i64] = vec[i64]()
-        self.profiles: list[object] = []
         self.pending: dict[i64, vec[i64]] = {}
 
     def find(self, addr: i64) -> i64:
@@ -68,12 +59,6 @@ class VCyclon:
         self.heard = self.heard[:last]
         self.seqs = self.seqs[:last]
         self.profiles.pop()
-
-    def put(self, addr: i64, heard: float, seq: i64, profile: object) -> None:
-        self.addrs = append(self.addrs, addr)
-        self.heard = append(self.heard, heard)
-        self.seqs = append(self.seqs, seq)
-        self.profiles.append(profile)
 
     def _sample(self, k: i64, skip: i64) -> Batch:
         """k random view entries (not address `skip`)."""
@@ -130,12 +115,12 @@ class VCyclon:
                     self.profiles[i] = received.profiles[j]
                 continue
             if len(self.addrs) < self.view_size:
-                self.put(addr, h, received.seqs[j], received.profiles[j])
+                self.add(addr, h, received.seqs[j], received.profiles[j])
                 continue
             while left > 0:
                 left -= 1
                 v = self.find(replaceable[left])
                 if v >= 0:
                     self._drop_at(v)
-                    self.put(addr, h, received.seqs[j], received.profiles[j])
+                    self.add(addr, h, received.seqs[j], received.profiles[j])
                     break

@@ -46,7 +46,7 @@ def run_vecs(n: int, rounds: int, profiles: list[Profile], init: list[list[int]]
     nodes = [VCyclon(a, 20, 8, random.Random(a)) for a in range(n)]
     for a in range(n):
         for b in init[a]:
-            nodes[a].put(b, 0.0, 0, profiles[b])
+            nodes[a].add(b, 0.0, 0, profiles[b])
     for r in range(rounds):
         now = float(r + 1)
         for a in range(n):
