@@ -147,6 +147,14 @@ def _opt(*names, **kw):
     "[default: 16; baseline: 0]",
 )
 @_opt(
+    "--arrival-route-gap",
+    type=click.FloatRange(min=0.0, max=1.0),
+    help="Subscription rows arriving within this many periods of the last re-route "
+    "an arrival caused wait for the next one (a later arrival or the period's tick), "
+    "so that a burst of rows is re-routed once; 0 re-routes at every arrival.  "
+    "[default: 0]",
+)
+@_opt(
     "--kill-fraction",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
     help="Crash this fraction of the alive nodes at once (with --kill-at).",
@@ -408,6 +416,9 @@ def _sim_config(**o):
             rows_overshoot=content.rows_overshoot
             if o["row_overshoot"] is None
             else o["row_overshoot"],
+            arrival_route_gap=content.arrival_route_gap
+            if o["arrival_route_gap"] is None
+            else o["arrival_route_gap"],
         )
         common = dict(
             seed=o["seed"],

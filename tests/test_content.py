@@ -763,8 +763,49 @@ def test_the_content_layer_draws_from_its_own_random_stream():
         ({"shed_max_hops": -1}, "shed_max_hops"),
         ({"crt_expiry": 1.0}, "crt_expiry"),
         ({"publish_hold": -1.0}, "publish_hold"),
+        ({"arrival_route_gap": -0.1}, "arrival_route_gap"),
+        ({"arrival_route_gap": 1.5}, "arrival_route_gap"),
     ],
 )
 def test_a_content_configuration_out_of_range_is_refused_with_its_name(bad, message):
     with pytest.raises(ValueError, match=message):
         ContentConfig(**bad)
+
+
+def _rows_sent(actions, keys):
+    """The Installs among `actions` whose rows hold every key of `keys`."""
+    return [
+        a
+        for a in actions
+        if isinstance(a, Send)
+        and type(a.message).__name__ == "Install"
+        and any(f.keys.covers(keys) for f in a.message.filters)
+    ]
+
+
+@pytest.mark.parametrize("gap", [0.0, 0.5])
+def test_rows_arriving_within_the_gap_are_rerouted_together_at_the_next_route(gap):
+    from vinifera.protocol import messages as msgs
+    from vinifera.protocol.content.filters import Filter
+    from vinifera.protocol.profile import Profile
+    from vinifera.ranges import IntervalSet
+    from vinifera.ring import RING_SIZE
+
+    net = Net(40, content=ContentConfig(balancing=False, arrival_route_gap=gap))
+    net.rounds(25)
+    node = net.nodes[5]
+    far = (node.content.view().me + RING_SIZE // 2) % (RING_SIZE - 2000)
+    first, second = IntervalSet.of(far, far + 10), IntervalSet.of(far + 1000, far + 1010)
+    now = net.now + 0.2
+
+    def row_from(address, keys, at):
+        row = msgs.Install(Profile(address, far, None), "a0", (Filter(keys, (), 1),), True, at)
+        return node.receive(at, row)
+
+    assert _rows_sent(row_from(1000, first, now), first)  # the first goes on at once
+    soon = row_from(1001, second, now + 0.1)
+    if gap == 0:
+        assert _rows_sent(soon, second)
+        return
+    assert not _rows_sent(soon, second)  # within the gap: it waits ...
+    assert _rows_sent(node.tick(net.now + 1.0), first | second)  # ... for the tick

@@ -209,6 +209,11 @@ class ContentConfig:
     # Content a row's replacement drops stays matchable this long (periods):
     # make-before-break while a route that moved is being built.
     dropped_expiry: float = 3.0
+    # Rows that arrive within this long (periods) of the last re-route an
+    # arrival caused wait for the next re-route after it (a later arrival,
+    # or the tick): a burst of Installs is re-routed once. 0: every
+    # arrival re-routes at once.
+    arrival_route_gap: float = 0.0
     # A new node installs its own subscription once its routing view has held
     # still for one period, but no sooner than `install_min_delay` and no
     # later than `install_max_delay` periods after it started: installing
@@ -326,6 +331,8 @@ class ContentConfig:
             raise ValueError("keep_alive_every must be >= 1 and crt_expiry must exceed it")
         if self.dropped_expiry < 0:
             raise ValueError("dropped_expiry must be >= 0")
+        if not 0 <= self.arrival_route_gap <= 1:
+            raise ValueError("arrival_route_gap must be between 0 and 1 (periods)")
         if self.max_filters_per_row < 1 or self.max_intervals < 1:
             raise ValueError("max_filters_per_row and max_intervals must be >= 1")
         if self.max_install_hops < 1:

@@ -70,6 +70,9 @@ class Installation:
         self._changed: set[tuple[str, Hashable]] = set()
         self.held: set[str] = set()
         self.held_fresh: set[str] = set()
+        # arrivals before this instant leave their changes dirty for the
+        # next re-route (ContentConfig.arrival_route_gap)
+        self._arrivals_wait_until = -1.0
         # per routing view: filter -> [(next hop, its part there)], and
         # the parts sent to one hop -> their aggregated row
         self._splits: dict[Filter, list] = {}
@@ -128,8 +131,13 @@ class Installation:
         """Recompute the rows of every attribute whose demand or routing
         view changed, and send what changed. `arrival`: for a row that just
         arrived, whose changes pass on at most once per instant
-        (`_held_back`)."""
+        (`_held_back`), and not at all within `arrival_route_gap` of the
+        last such route (they wait for the next one)."""
         content = self.content
+        if arrival:
+            if now < self._arrivals_wait_until:
+                return
+            self._arrivals_wait_until = now + content.config.arrival_route_gap * content.period
         view = content.view()
         if self.held and now != self._instant:
             self.dirty |= self.held
