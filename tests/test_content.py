@@ -774,11 +774,13 @@ def test_a_content_configuration_out_of_range_is_refused_with_its_name(bad, mess
 
 def _rows_sent(actions, keys):
     """The Installs among `actions` whose rows hold every key of `keys`."""
+    from vinifera.protocol import messages as msgs
+
     return [
         a
         for a in actions
         if isinstance(a, Send)
-        and type(a.message).__name__ == "Install"
+        and isinstance(a.message, msgs.Install)
         and any(f.keys.covers(keys) for f in a.message.filters)
     ]
 
