@@ -152,7 +152,7 @@ def _opt(*names, **kw):
     help="Subscription rows arriving within this many periods of the last re-route "
     "an arrival caused wait for the next one (a later arrival or the period's tick), "
     "so that a burst of rows is re-routed once; 0 re-routes at every arrival.  "
-    "[default: 0]",
+    "[default: 0.5]",
 )
 @_opt(
     "--kill-fraction",

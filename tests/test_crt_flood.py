@@ -72,11 +72,13 @@ def test_a_neighbour_asking_for_everything_costs_each_node_at_most_one_row():
     attacked = growth(distinct_filters(MAX_FILTERS))
     # rows also change without an attack (routes settle): the same run without it
     quiet = max(growth(()).values())
-    reached = sum(1 for g in attacked.values() if g > quiet)
+    reached = [g for g in attacked.values() if g > quiet]
     # the attack reached beyond its target (else the bound says nothing) ...
-    assert reached >= 3
+    assert len(reached) >= 3
     # ... each node it reached holds on average at most one more row's worth
-    assert sum(attacked.values()) <= cap * reached
+    # (summed over those nodes only: the others' growth is the routes'
+    # settling, which the quiet run bounds, not the attack)
+    assert sum(reached) <= cap * len(reached)
     # ... and one node at most a row per neighbour it comes through: rows
     # are capped, and a key range's demand reaches a node by one or two
     # routes (100 nodes, seed 2: 33 at the target, 332 in all)
