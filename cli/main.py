@@ -147,6 +147,13 @@ def _opt(*names, **kw):
     "[default: 16; baseline: 0]",
 )
 @_opt(
+    "--small-world-aim",
+    type=click.IntRange(0, 8),
+    help="A small-world slot keeps the point it aims at while the identifier sample "
+    "ranks it within this many octaves of the rank it was drawn for; 0 aims afresh "
+    "every period (docs/protocol.md, Small-world links).  [default: 2]",
+)
+@_opt(
     "--arrival-route-gap",
     type=click.FloatRange(min=0.0, max=1.0),
     help="Subscription rows arriving within this many periods of the last re-route "
@@ -405,6 +412,9 @@ def _sim_config(**o):
             failure_timeout=o["failure_timeout"],
             probe_after=min(OverlayConfig().probe_after, o["failure_timeout"] - 1),
             tman_backoff_max=o["tman_backoff"] or OverlayConfig().tman_backoff_max,
+            small_world_aim_octaves=OverlayConfig().small_world_aim_octaves
+            if o["small_world_aim"] is None
+            else o["small_world_aim"],
         )
         content = replace(
             content,

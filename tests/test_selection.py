@@ -12,7 +12,7 @@ from vinifera.protocol import overlay
 from vinifera.protocol.config import OverlayConfig
 from vinifera.protocol.profile import Entry, Profile
 from vinifera.protocol.selection import select_links, selection_stands
-from vinifera.protocol.tman import RingIndex
+from vinifera.protocol.tman import RingIndex, SmallWorldAims
 from vinifera.ring import RING_SIZE
 from vinifera.schema import Schema
 from vinifera.sim.config import SimConfig
@@ -29,14 +29,15 @@ def profile(rng: random.Random, addr: int) -> Profile:
     return Profile(addr, rng.randrange(RING_SIZE), sub)
 
 
-def choose(me, pool: dict, sample, fractions, held=()):
+def choose(me, pool: dict, sample, fractions, held=(), aims=None):
     cands = list(pool.values())
-    return select_links(me, cands, RingIndex(cands), CFG, "a0", sample, fractions, held)
+    ring = RingIndex(cands)
+    return select_links(me, cands, ring, CFG, "a0", sample, fractions, held, None, aims)
 
 
-def stands(me, pool: dict, sample, fractions, links, reference):
+def stands(me, pool: dict, sample, fractions, links, reference, aims=None):
     ring = RingIndex(list(pool.values()))
-    return selection_stands(me, pool, ring, CFG, "a0", sample, fractions, links, reference)
+    return selection_stands(me, pool, ring, CFG, "a0", sample, fractions, links, reference, aims)
 
 
 def addresses(entries):
@@ -46,33 +47,40 @@ def addresses(entries):
 @settings(max_examples=300, deadline=None)
 @given(
     seed=st.integers(0, 2**32),
-    n_sample=st.sampled_from([0, 40]),
+    n_sample=st.sampled_from([0, 40, 130]),
     n_dropped=st.integers(0, 3),
     n_added=st.integers(0, 6),
     n_changed=st.integers(0, 2),
+    aim_octaves=st.sampled_from([0, 2]),
+    resampled=st.integers(0, 20),
 )
 def test_links_stand_only_where_select_links_would_choose_them_again(
-    seed, n_sample, n_dropped, n_added, n_changed
+    seed, n_sample, n_dropped, n_added, n_changed, aim_octaves, resampled
 ):
+    """Also with small-world slots that keep their points (SmallWorldAims,
+    shared by both calls as in the overlay) while part of the identifier
+    sample is drawn anew."""
     rng = random.Random(seed)
     me = profile(rng, 0)
     population = {a: profile(rng, a) for a in range(1, 80)}
     sample = sorted(rng.randrange(RING_SIZE) for _ in range(n_sample))
     fractions = [rng.random() for _ in range(CFG.small_world + CFG.friends)]
     first = {a: Entry(population[a], 0.0) for a in rng.sample(sorted(population), 30)}
-    links, _ = choose(me, first, sample, fractions)
+    aims = SmallWorldAims(aim_octaves)
+    links, _ = choose(me, first, sample, fractions, (), aims)
     # the links as they stand: chosen again while holding the first choice
-    links, _ = choose(me, first, sample, fractions, links.small_world)
+    links, _ = choose(me, first, sample, fractions, links.small_world, aims)
 
     # unchanged candidates: the links stand
     fresh = {a: Entry(e.profile, 1.0) for a, e in first.items()}
-    backups = stands(me, fresh, sample, fractions, links, first)
+    backups = stands(me, fresh, sample, fractions, links, first, aims)
     assert backups is not None
-    again, again_backups = choose(me, fresh, sample, fractions, links.small_world)
+    again, again_backups = choose(me, fresh, sample, fractions, links.small_world, aims)
     assert again.shape() == links.shape()
     assert addresses(backups) == addresses(again_backups)
 
-    # a later pool: some gone, some new, some with a new profile
+    # a later pool: some gone, some new, some with a new profile; part of
+    # the sample replaced
     later = dict(fresh)
     for a in rng.sample(sorted(later), n_dropped):
         del later[a]
@@ -81,8 +89,11 @@ def test_links_stand_only_where_select_links_would_choose_them_again(
         later[a] = Entry(population[a], 1.0)
     for a in rng.sample(sorted(later), n_changed):
         later[a] = Entry(profile(rng, a), 1.0)
-    backups = stands(me, later, sample, fractions, links, first)
-    again, again_backups = choose(me, later, sample, fractions, links.small_world)
+    if sample:
+        kept = sample[: max(0, len(sample) - resampled)]
+        sample = sorted(kept + [rng.randrange(RING_SIZE) for _ in range(len(sample) - len(kept))])
+    backups = stands(me, later, sample, fractions, links, first, aims)
+    again, again_backups = choose(me, later, sample, fractions, links.small_world, aims)
     if backups is not None:
         assert again.shape() == links.shape()
         assert addresses(backups) == addresses(again_backups)

@@ -9,9 +9,13 @@ from hypothesis import strategies as st
 
 from vinifera.protocol.profile import Entry, Profile
 from vinifera.protocol.tman import (
+    RANK_SAMPLE_SIZE,
     FriendScores,
     PrimaryAttribute,
     RingIndex,
+    SmallWorldAims,
+    aimed_rank_targets,
+    clockwise_rank,
     draw_small_world_fractions,
     friend_score,
     friend_utility,
@@ -217,6 +221,70 @@ def test_rank_targets_of_a_sorted_sample_are_the_members_at_each_rank(me, sample
     m = len(dists)
     want = [(me + dists[min(m - 1, int(m**f) - 1)]) % RING_SIZE for f in fractions] if m else []
     assert rank_targets_sorted(me, sorted(sample), fractions) == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 63), st.lists(st.integers(0, 63), max_size=40), st.integers(0, 63))
+def test_clockwise_rank_counts_the_sample_up_to_the_point(me, sample, point):
+    """Checked against the definition: members of the sample (ours left
+    out) at clockwise distance at most the point's, the point itself
+    counted if it is one; our own identifier ranks 0."""
+    scale = RING_SIZE // 64
+    me, sample, point = me * scale, [x * scale for x in sample], point * scale
+    reach = (point - me) % RING_SIZE
+    want = sum(1 for x in sample if 0 < (x - me) % RING_SIZE <= reach)
+    assert clockwise_rank(me, sorted(sample), point) == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(0, 1023),
+    st.lists(st.integers(0, 1023), min_size=RANK_SAMPLE_SIZE, max_size=RANK_SAMPLE_SIZE),
+    st.lists(st.integers(0, 1023), min_size=1, max_size=RANK_SAMPLE_SIZE),
+    st.lists(st.floats(0, 1), min_size=1, max_size=8),
+    st.integers(1, 3),
+)
+def test_aimed_targets_keep_a_point_while_the_sample_ranks_it_near(
+    me, first, drawn_anew, fractions, octaves
+):
+    """A fresh slot aims at rank_targets_sorted's member; once part of the
+    full sample is drawn anew it keeps that point exactly while the sample
+    ranks it within `octaves` of the slot's rank (plus `octaves`, for the
+    smallest ranks), and is aimed afresh otherwise; a second call changes
+    nothing. Identifiers from a small space, so that duplicates and our own
+    occur."""
+    scale = RING_SIZE // 1024
+    me = me * scale
+    first = [x * scale for x in first]
+    later = sorted(first[len(drawn_anew) :] + [x * scale for x in drawn_anew])
+    first.sort()
+    aims = SmallWorldAims(octaves)
+    aimed = aimed_rank_targets(me, first, fractions, aims)
+    assert aimed == rank_targets_sorted(me, first, fractions)
+    fresh = rank_targets_sorted(me, later, fractions)
+    got = aimed_rank_targets(me, later, fractions, aims)
+    assert len(got) == len(fresh)
+    m = sum(1 for x in later if x != me)
+    for i, target in enumerate(fresh):
+        if i >= len(aimed):  # the first sample had no member but ours
+            assert got[i] == target
+            continue
+        want = min(m, int(m ** fractions[i]))
+        have = sum(1 for x in later if 0 < (x - me) % RING_SIZE <= (aimed[i] - me) % RING_SIZE)
+        near = want // 2**octaves <= have <= want * 2**octaves + octaves
+        assert got[i] == (aimed[i] if near else target)
+    assert aimed_rank_targets(me, later, fractions, aims) == got
+
+
+def test_aims_follow_the_sample_while_it_fills():
+    """Until the sample is full, each call aims every slot afresh."""
+    rng = random.Random(3)
+    fractions = [0.2, 0.5, 0.9]
+    aims = SmallWorldAims(8)
+    for size in (40, 80, RANK_SAMPLE_SIZE - 1):
+        sample = sorted(rng.randrange(RING_SIZE) for _ in range(size))
+        want = rank_targets_sorted(7, sample, fractions)
+        assert aimed_rank_targets(7, sample, fractions, aims) == want
 
 
 @settings(max_examples=500, deadline=None)

@@ -50,6 +50,12 @@ class OverlayConfig:
     # Friend slots left empty (no candidate overlaps us) are lent to
     # small-world links so that the link budget is always used.
     lend_unused_friend_slots: bool = True
+    # Once the identifier sample is full, a small-world slot keeps the point
+    # it aims at while the sample ranks it within this many octaves of the
+    # rank it was drawn for (tman.SmallWorldAims); 0 aims every period
+    # afresh at the sample's member of that rank (docs/results.md, "Small-
+    # world slots that keep their targets").
+    small_world_aim_octaves: int = 2
     # Ring neighbours remembered beyond the two ring links (Chord's successor
     # list): candidates, not links, so they cost no traffic, but when a ring
     # neighbour dies its replacement is already known.
@@ -122,6 +128,8 @@ class OverlayConfig:
             raise ValueError("shuffle_length cannot exceed view_size")
         if self.small_world < 0 or self.friends < 0:
             raise ValueError("small_world and friends must be >= 0")
+        if not 0 <= self.small_world_aim_octaves <= 8:
+            raise ValueError("small_world_aim_octaves must be between 0 and 8")
         if self.failure_timeout < self.probe_after + 1:
             raise ValueError("failure_timeout must be at least probe_after + 1 period")
         if self.transit_allowance < 0:

@@ -41,6 +41,7 @@ from vinifera.protocol.tman import (
     Links,
     PrimaryAttribute,
     RingIndex,
+    SmallWorldAims,
     draw_small_world_fractions,
     overlap_counts,
 )
@@ -79,6 +80,7 @@ class Overlay:
         self.primary = PrimaryAttribute(config.primary_margin, config.primary_patience)
         self.primary.reset(profile.subscription)
         self.friend_scores = FriendScores()
+        self.sw_aims = SmallWorldAims(config.small_world_aim_octaves)
         n_offsets = config.small_world + (config.friends if config.lend_unused_friend_slots else 0)
         self.sw_fractions = draw_small_world_fractions(n_offsets, rng)
         # Bumped when a link's identifier changes in place (it moved): what
@@ -371,6 +373,7 @@ class Overlay:
             self.sw_fractions,
             links,
             chosen_from,
+            self.sw_aims,
         )
         if backups is None:
             return False
@@ -430,6 +433,7 @@ class Overlay:
             self.sw_fractions,
             held,
             self.friend_scores,
+            self.sw_aims,
         )
 
     def _tman_buffer(

@@ -13,9 +13,12 @@ from vinifera.protocol.profile import Entry, Profile, to_wire_entries
 from vinifera.protocol.records import hex_id, node_name, record
 from vinifera.protocol.tman import (
     FULL_RANGE,
+    RANK_SAMPLE_SIZE,
     FriendScores,
     Links,
     RingIndex,
+    SmallWorldAims,
+    aimed_rank_targets,
     friend_score,
     in_target_octave,
     near_target,
@@ -36,7 +39,7 @@ class IdentifierSample:
     of the ring's population, kept sorted too (for rank-based small-world
     targets)."""
 
-    def __init__(self, size: int = 128) -> None:
+    def __init__(self, size: int = RANK_SAMPLE_SIZE) -> None:
         # arrival order in a ring of `size` slots (not a bounded deque: no
         # compiled deque operations); _next is the oldest once it is full
         self._arrival: list[int] = []
@@ -66,12 +69,14 @@ def select_links(
     sw_fractions: Sequence[float],
     held_small_world: Sequence[Hashable],
     friend_scores: FriendScores | None = None,
+    aims: SmallWorldAims | None = None,
 ) -> tuple[Links, list[Entry]]:
     """The routing links chosen from `cands` (`ring`: the same, by
     identifier), and the ring backups. `sorted_sample`: identifiers seen in
     Cyclon shuffles, sorted (a uniform sample of the population);
     `held_small_world`: the small-world links held now (kept while fit);
-    `friend_scores`: the friend scores kept from the last selection."""
+    `friend_scores`: the friend scores kept from the last selection;
+    `aims`: the small-world slots' kept points."""
     succs, preds = ring_neighbourhood(me.ident, cands, cfg.ring_backups + 1, ring)
     succ = succs[0] if succs else None
     pred = preds[0] if preds else None
@@ -85,7 +90,9 @@ def select_links(
     )
     for e in friends:
         taken.add(e.profile.address)
-    targets = _small_world_targets(me, cfg, succs, preds, friends, sorted_sample, sw_fractions)
+    targets = _small_world_targets(
+        me, cfg, succs, preds, friends, sorted_sample, sw_fractions, aims
+    )
     small_world = []
     if targets:
         small_world = select_small_world(targets, cands, taken, held_small_world, me.ident, ring)
@@ -102,6 +109,7 @@ def selection_stands(
     sw_fractions: Sequence[float],
     links: Links,
     reference: dict[Hashable, Entry],
+    aims: SmallWorldAims | None = None,
 ) -> list[Entry] | None:
     """The ring backups when select_links would choose `links` again from
     `pool` (`ring`: its values by identifier), None when it might not.
@@ -152,7 +160,7 @@ def selection_stands(
         return None
     taken.update(friends)
     chosen = [pool[a] for a in friends]
-    targets = _small_world_targets(me, cfg, succs, preds, chosen, sorted_sample, sw_fractions)
+    targets = _small_world_targets(me, cfg, succs, preds, chosen, sorted_sample, sw_fractions, aims)
     held = links.small_world
     if len(targets) != len(held):
         return None
@@ -178,15 +186,19 @@ def _small_world_targets(
     friends: Sequence[Entry],
     sorted_sample: Sequence[int],
     sw_fractions: Sequence[float],
+    aims: SmallWorldAims | None,
 ) -> list[int]:
     """The identifiers select_links' small-world links aim at, one per slot
-    (none without a ring neighbourhood)."""
+    (none without a ring neighbourhood); `aims`, unless None or holding for
+    0 octaves, keeps each slot's point while it fits (SmallWorldAims)."""
     n_sw = cfg.small_world
     if cfg.lend_unused_friend_slots:
         n_sw += cfg.friends - len(friends)
     if n_sw <= 0 or not succs:
         return []
     if len(sorted_sample) >= MIN_RANK_SAMPLE:
+        if aims is not None and aims.octaves > 0:
+            return aimed_rank_targets(me.ident, sorted_sample, sw_fractions[:n_sw], aims)
         return rank_targets_sorted(me.ident, sorted_sample, sw_fractions[:n_sw])
     # too few samples yet: identifier distance. The typical distance between
     # nodes here: the span of our ring neighbourhood over the number of gaps

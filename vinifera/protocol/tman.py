@@ -247,6 +247,73 @@ def rank_targets_sorted(
     return out
 
 
+# Identifiers the rank sample holds (selection.IdentifierSample): until it
+# is full, the sample is of the nodes met first, not a uniform one.
+RANK_SAMPLE_SIZE = 128
+
+
+class SmallWorldAims:
+    """The point each small-world slot aims at, kept between reselections.
+    A rank target read off the identifier sample is an order statistic of
+    its draws: period after period it jumps by a factor 2 and more as the
+    sample turns over, and the held link then fails the octave test
+    (in_target_octave) though the population did not change; each change
+    moves routes and CRT rows. So once the sample is full, a slot keeps its
+    point while the sample still ranks it within `octaves` of the rank it
+    was drawn for, and is aimed again (at the sample's member of that rank)
+    only when it is not: a draw from the same distribution as before, taken
+    once instead of every period (Symphony draws its links once too).
+    While the sample fills, every slot is aimed afresh each time: what the
+    first nodes met say of the ranks is soon out of date."""
+
+    __slots__ = ("points", "octaves")
+
+    def __init__(self, octaves: int) -> None:
+        self.points: list[int | None] = []
+        self.octaves = octaves
+
+
+def clockwise_rank(my_ident: int, ordered: Sequence[int], point: int) -> int:
+    """How many members of the sorted sample lie clockwise from us up to
+    `point` (inclusive), leaving ours out: the rank rank_targets_sorted
+    counts in."""
+    after = bisect_right(ordered, my_ident)
+    if point > my_ident:
+        return bisect_right(ordered, point) - after
+    return len(ordered) - after + bisect_right(ordered, point) if point < my_ident else 0
+
+
+def aimed_rank_targets(
+    my_ident: int, ordered: Sequence[int], fractions: Sequence[float], aims: SmallWorldAims
+) -> list[int]:
+    """rank_targets_sorted, but once the sample is full a slot whose kept
+    point the sample still ranks within aims.octaves of its rank (plus
+    aims.octaves, for the smallest ranks) keeps that point (SmallWorldAims);
+    the others are aimed afresh and kept. Calling it again with the same
+    arguments gives the same targets (a fresh point has its exact rank)."""
+    fresh = rank_targets_sorted(my_ident, ordered, fractions)
+    points = aims.points
+    if len(ordered) < RANK_SAMPLE_SIZE:
+        points[:] = fresh
+        return fresh
+    if len(points) < len(fresh):
+        points.extend([None] * (len(fresh) - len(points)))
+    m = len(ordered) - (bisect_right(ordered, my_ident) - bisect_left(ordered, my_ident))
+    shift = aims.octaves
+    out = []
+    for i, f in enumerate(fractions[: len(fresh)]):
+        held = points[i]
+        if held is not None:
+            want = min(m, int(m**f))  # the 1-based rank the slot is drawn for
+            have = clockwise_rank(my_ident, ordered, held)
+            if want >> shift <= have <= (want << shift) + shift:
+                out.append(held)
+                continue
+        points[i] = fresh[i]
+        out.append(fresh[i])
+    return out
+
+
 def select_small_world(
     targets: Sequence[int],
     candidates: Sequence[Entry],
