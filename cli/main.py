@@ -149,9 +149,10 @@ def _opt(*names, **kw):
 @_opt(
     "--small-world-aim",
     type=click.IntRange(0, 8),
-    help="A small-world slot keeps the point it aims at while the identifier sample "
-    "ranks it within this many octaves of the rank it was drawn for; 0 aims afresh "
-    "every period (docs/protocol.md, Small-world links).  [default: 2]",
+    help="Once its identifier sample is full, a node's small-world slot keeps the "
+    "point it aims at while the sample ranks it within this many octaves of the rank "
+    "it was drawn for; 0 aims afresh every period, as before (docs/protocol.md, "
+    "Small-world links in rank space).  [default: 2]",
 )
 @_opt(
     "--arrival-route-gap",

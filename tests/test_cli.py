@@ -116,3 +116,19 @@ def test_node_check_validates_schema_and_expression(tmp_path):
     schema.write_text('[attributes.temp]\ntype = "float"\nmin = 5\nmax = 1\n')
     bad = run("vinifera-node", "check", "--schema", str(schema))
     assert bad.returncode == 2 and "temp" in bad.stderr
+
+
+def test_small_world_aim_reaches_the_overlay_and_a_bad_value_is_refused(tmp_path):
+    """--small-world-aim sets OverlayConfig.small_world_aim_octaves (the
+    manifest says which ran; 2 by default) and one out of 0-8 is a usage
+    error naming the option, before anything runs."""
+    for flag, want in (((), 2), (("--small-world-aim", "0"), 0)):
+        log = tmp_path / f"aim{want}"
+        base = ("vinifera", "sim", "run", "--nodes", "30", "--rounds", "4", "--log-dir", str(log))
+        out = run(*base, *flag)
+        assert out.returncode == 0, out.stderr
+        manifest = json.loads((log / "manifest.json").read_text())
+        assert f'"small_world_aim_octaves": {want}' in json.dumps(manifest)
+    out = run("vinifera", "sim", "run", "--nodes", "30", "--rounds", "4", "--small-world-aim", "9")
+    assert out.returncode == 2
+    assert "--small-world-aim" in out.stderr
