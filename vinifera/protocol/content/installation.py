@@ -79,8 +79,12 @@ class Installation:
         self._aggregates: dict[tuple, tuple] = {}
         # (now, neighbour, attr, row, fresh): catch-up hook
         self.on_row_changed: Callable[[float, Hashable, str, Row, bool], None] | None = None
-        # desynchronized: each node keeps its rows alive at its own phase
-        self.next_keep_alive = content.rng.random() * cfg.keep_alive_every * content.period
+        # desynchronized: each node keeps its rows alive at its own phase,
+        # drawn at its first tick (-1: not yet). A node's first tick comes a
+        # period after it starts, so a phase drawn at the start fell on that
+        # tick for half the nodes of a simultaneous start, which then kept
+        # one phase for good (docs/results.md)
+        self.next_keep_alive = -1.0
 
     # ----------------------------------------------------------------- demand
 
@@ -112,6 +116,8 @@ class Installation:
         cfg, period = self.content.config, self.content.period
         self.dirty.update(self.crt.expire(now, cfg.crt_expiry * period))
         self.route(now)
+        if self.next_keep_alive < 0:
+            self.next_keep_alive = now + self.content.rng.random() * cfg.keep_alive_every * period
         if now >= self.next_keep_alive:
             self.next_keep_alive = now + cfg.keep_alive_every * period
             self._keep_alive()
