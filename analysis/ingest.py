@@ -36,7 +36,7 @@ from pyspark.sql import functions as F
 from vinifera.analysis.reading import LOG_SCHEMA_VERSION, read_records
 
 # Bump when the stored columns or their meaning change: old stores are rebuilt.
-STORE_VERSION = 5
+STORE_VERSION = 6
 FINGERPRINT = "_vinifera_ingest.json"
 STATS = "_vinifera_stats.json"
 FAMILIES = {"msg": ("recv", "drop"), "deliver": ("deliver",)}

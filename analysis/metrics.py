@@ -19,6 +19,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from vinifera.analysis import ingest, truth, typed
+from vinifera.ledger import node_overhead
 from vinifera.schema import Schema
 
 # The metrics the simulator's summary.json carries, in its order.
@@ -30,14 +31,23 @@ LEDGER_KEYS = (
     "false_positives",
     "duplicates",
     "traffic_overhead",
+    "node_overhead",
     "event_messages",
     "event_messages_dropped",
+    "event_messages_redundant",
+    "redundancy",
+    "dropped_up",
+    "dropped_down",
+    "dropped_push",
+    "dropped_redundant",
     "cost",
     "path_length",
+    "route_hops",
     "load_max",
     "load_p95",
 )
 
+DROP_KINDS = ("dropped_up", "dropped_down", "dropped_push", "dropped_redundant")
 _COUNTS = (
     "events_published",
     "expected_pairs",
@@ -48,6 +58,13 @@ _COUNTS = (
     "event_messages",
     "event_messages_uninterested",
     "event_messages_dropped",
+    "event_messages_redundant",
+    "dropped_up",
+    "dropped_down",
+    "dropped_push",
+    "dropped_redundant",
+    "routes",
+    "route_hops_total",
 )
 
 
@@ -200,15 +217,47 @@ def _measure(recs, schema, start, end, deadline, width, count, infer, last_seen,
     hops = sorted(hops_hist.items())
 
     progress("traffic and load")
-    msgs = recs.msg.select("eid", key, "ev", "match", "fwd").join(ev_w, "eid")
+    msgs = recs.msg.select("eid", key, "ev", "match", "fwd", "attr", "had", "up").join(ev_w, "eid")
+    # `had` and `up` are missing from logs written before them (ledger.count_message)
+    had = F.coalesce(F.col("had"), F.lit(False))
+    dropped = F.col("ev") == "drop"
+    tree, up = F.col("attr").isNotNull(), F.coalesce(F.col("up"), F.lit(False))
+
+    def n(cond: Column) -> Column:
+        return F.sum(cond.cast("long"))
+
     add(
         _by_window(
             msgs,
             event_messages=F.count(F.lit(1)),
-            event_messages_uninterested=F.sum((~F.col("match")).cast("long")),
-            event_messages_dropped=F.sum((F.col("ev") == "drop").cast("long")),
+            event_messages_uninterested=n(~F.col("match")),
+            event_messages_dropped=n(dropped),
+            event_messages_redundant=n(had),
+            dropped_up=n(dropped & tree & up),
+            dropped_down=n(dropped & tree & ~up),
+            dropped_push=n(dropped & ~tree),
+            dropped_redundant=n(dropped & had),
         )
     )
+    # Node-based overhead: per event, the nodes whose first copy it was.
+    firsts = (
+        msgs.where((F.col("ev") == "recv") & ~had)
+        .groupBy("eid", "w")
+        .agg(F.count(F.lit(1)).alias("nodes"), n(~F.col("match")).alias("uninterested"))
+        .collect()
+    )
+    firsts.sort(key=lambda r: r["eid"])  # the ledger's order of addition
+    firsts_by_w: dict[int, list] = {}
+    for r in firsts:
+        firsts_by_w.setdefault(r["w"], []).append((r["nodes"], r["uninterested"]))
+    # Route to the rendezvous: the first rendezvous record of each (event, attribute).
+    routes = (
+        other.where(F.col("ev") == "rendezvous")
+        .join(ev_w, "eid")
+        .groupBy("eid", "attr", "w")
+        .agg(F.min_by("hops", F.struct("t", "seq")).alias("hops"))
+    )
+    add(_by_window(routes, routes=F.count(F.lit(1)), route_hops_total=F.sum("hops")))
     # Load: distinct events a node forwarded to at least one node.
     # (The window is given by the event: one distinct, no second join.)
     forwarded = keep(
@@ -264,8 +313,11 @@ def _measure(recs, schema, start, end, deadline, width, count, infer, last_seen,
                 **{k: c[k] for k in _COUNTS},
                 "hit_ratio": ratio(c["delivered_pairs"], c["expected_pairs"]),
                 "traffic_overhead": ratio(c["event_messages_uninterested"], c["event_messages"]),
+                "node_overhead": node_overhead(firsts_by_w.get(w, ())),
+                "redundancy": ratio(c["event_messages_redundant"], c["event_messages"]),
                 "cost": ratio(c["event_messages"], c["delivered_pairs"]),
                 "path_length": ratio(c["hops_total"], c["delivered_pairs"]),
+                "route_hops": ratio(c["route_hops_total"], c["routes"]),
                 "load_max": lmax,
                 "load_p95": lp95,
             }
@@ -280,10 +332,15 @@ def _measure(recs, schema, start, end, deadline, width, count, infer, last_seen,
         "false_positives": total["false_positives"],
         "duplicates": total["duplicates"],
         "traffic_overhead": ratio(total["event_messages_uninterested"], total["event_messages"]),
+        "node_overhead": node_overhead((r["nodes"], r["uninterested"]) for r in firsts),
         "event_messages": total["event_messages"],
         "event_messages_dropped": total["event_messages_dropped"],
+        "event_messages_redundant": total["event_messages_redundant"],
+        "redundancy": ratio(total["event_messages_redundant"], total["event_messages"]),
+        **{k: total[k] for k in DROP_KINDS},
         "cost": ratio(total["event_messages"], total["delivered_pairs"]),
         "path_length": ratio(total["hops_total"], total["delivered_pairs"]),
+        "route_hops": ratio(total["route_hops_total"], total["routes"]),
         "load_max": load_max,
         "load_p95": load_p95,
     }

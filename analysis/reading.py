@@ -34,6 +34,9 @@ RECORD_SCHEMA = T.StructType(
         T.StructField("hops", T.LongType()),
         T.StructField("match", T.BooleanType()),
         T.StructField("fwd", T.LongType()),
+        T.StructField("attr", T.StringType()),
+        T.StructField("had", T.BooleanType()),
+        T.StructField("up", T.BooleanType()),
         T.StructField("_corrupt", T.StringType()),
     ]
 )
@@ -44,6 +47,7 @@ REQUIRED = {
     "recv": ("eid", "match", "fwd"),
     "drop": ("eid", "match"),
     "deliver": ("eid", "hops"),
+    "rendezvous": ("eid", "attr", "hops"),
 }
 
 # Problem labels, in the order they are checked.

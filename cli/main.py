@@ -250,6 +250,14 @@ def _opt(*names, **kw):
     help="Processes to run the nodes on (each takes an arc of the ring): the same "
     "result and log as one process, in less wall time on several cores.",
 )
+@_opt(
+    "--limits",
+    is_flag=True,
+    help="Also print what no routing over the run's final links could beat: the "
+    "shortest route to each event's rendezvous, the direct shortest path and the "
+    "shortest through the rendezvous, over the same events and pairs "
+    "(vinifera/sim/limits.py; one worker, a few seconds per thousand nodes).",
+)
 @_opt("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 def sim_run(**opts) -> None:
     """Run one simulation and print its summary.
@@ -270,6 +278,10 @@ def sim_run(**opts) -> None:
     workers = opts["workers"]
     if workers > 1 and config.network.latency_min <= 0:
         raise click.UsageError("--workers above 1 needs a minimum --latency above 0")
+    if opts["limits"] and workers > 1:
+        raise click.UsageError("--limits needs one worker (it reads every node's links)")
+    if opts["limits"] and config.events_per_round <= 0:
+        raise click.UsageError("--limits needs events (--events-per-round above 0)")
     if config.replay is not None and not as_json:
         r = config.replay.to_dict()
         mh = r["measure_from_hours"]
@@ -299,12 +311,21 @@ def sim_run(**opts) -> None:
         nonlocal done
         done = r + 1
 
-    try:  # (one worker: run_parallel is Simulation.run)
+    def simulate(progress) -> dict:
+        if not opts["limits"]:  # (one worker: run_parallel is Simulation.run)
+            return run_parallel(config, workers, log_dir, progress)
+        from vinifera.sim.driver import Simulation
+        from vinifera.sim.limits import path_limits
+
+        sim = Simulation(config, log_dir=log_dir)
+        return {**sim.run(progress), **path_limits(sim)}
+
+    try:
         if show_bar:
             with click.progressbar(length=rounds, label="simulating", file=sys.stderr) as bar:
-                summary = run_parallel(config, workers, log_dir, lambda r: (note(r), bar.update(1)))
+                summary = simulate(lambda r: (note(r), bar.update(1)))
         else:
-            summary = run_parallel(config, workers, log_dir, note)
+            summary = simulate(note)
     except KeyboardInterrupt:
         where = f"; the log so far is in {log_dir}" if log_dir else ""
         click.echo(f"interrupted after {done} of {rounds} rounds{where}", err=True)

@@ -180,6 +180,10 @@ def copies(draw):
             }
             if rec["ev"] == "recv":
                 rec["fwd"] = draw(st.integers(0, 2))
+            else:
+                rec["up"] = draw(st.booleans())
+            rec["attr"] = draw(st.sampled_from([None, "a0"]))
+            rec["had"] = draw(st.booleans())
             records.append(rec)
     records.sort(key=lambda r: (r["t"], r["ev"] != "publish"))
     return records
@@ -208,3 +212,58 @@ def test_receipts_summed_in_stretches_count_as_records_fed_one_by_one(records, s
     assert summed.forwarded == one.forwarded
     assert (summed.received, summed.received_uninterested, summed.dropped) == (
         one.received, one.received_uninterested, one.dropped)  # fmt: skip
+    assert summed.messages == one.messages
+
+
+def _copy(t, node, ev, eid, match, had, attr="a0", up=False, fwd=0):
+    rec = {"t": t, "node": node, "ev": ev, "eid": eid, "match": match, "had": had, "attr": attr}
+    if ev == "recv":
+        rec["fwd"] = fwd
+    else:
+        rec["up"] = up
+    return rec
+
+
+def test_redundancy_node_overhead_and_drops_by_kind_by_hand():
+    """Two events. Event 1 reaches a (interested) twice and b (not) once:
+    node-based overhead 1/2, one redundant copy of three. Event 2 reaches
+    c (not) only, then c drops a redundant push, a dropped up copy
+    reaches d and a dropped down copy reaches a: 1/1 (drops are no node's
+    first copy). Mean over events: (0.5 + 1.0) / 2."""
+    ledger = Ledger(SCHEMA, 0.0, 100.0, 5.0)
+    for node in ("a", "b", "c", "d"):
+        ledger.feed({"t": 0.0, "node": node, "ev": "join", "sub": None})
+    ledger.feed({"t": 10.0, "node": "x", "ev": "publish", "eid": 1, "values": [["a0", 2.0]]})
+    ledger.feed({"t": 10.0, "node": "x", "ev": "publish", "eid": 2, "values": [["a0", 3.0]]})
+    for rec in (
+        _copy(10.1, "a", "recv", 1, True, False, fwd=1),
+        _copy(10.2, "b", "recv", 1, False, False),
+        _copy(10.3, "a", "recv", 1, True, True, attr=None),
+        _copy(10.1, "c", "recv", 2, False, False),
+        _copy(10.2, "c", "drop", 2, False, True, attr=None),
+        _copy(10.2, "d", "drop", 2, False, False, up=True),
+        _copy(10.2, "a", "drop", 2, False, False),
+    ):
+        ledger.feed(rec)
+    s = ledger.summary()
+    assert s["event_messages"] == 7 and s["event_messages_redundant"] == 2
+    assert s["redundancy"] == round(2 / 7, 6)
+    assert s["node_overhead"] == 0.75
+    assert (s["dropped_up"], s["dropped_down"], s["dropped_push"]) == (1, 1, 1)
+    assert s["dropped_redundant"] == 1 and s["event_messages_dropped"] == 3
+
+
+def test_the_route_to_the_rendezvous_is_the_first_record_of_each_tree():
+    """Per (event, attribute), the first rendezvous record by time counts
+    (a stale ring's later one does not); events outside the window do not."""
+    ledger = Ledger(SCHEMA, 5.0, 100.0, 5.0)
+    ledger.feed({"t": 1.0, "node": "x", "ev": "publish", "eid": 9, "values": [["a0", 1.0]]})
+    ledger.feed({"t": 10.0, "node": "x", "ev": "publish", "eid": 1,
+                 "values": [["a0", 2.0], ["a1", 1.0]]})  # fmt: skip
+    ledger.feed({"t": 10.0, "node": "x", "ev": "publish", "eid": 2, "values": [["a0", 3.0]]})
+    for t, eid, attr, hops in ((1.5, 9, "a0", 9), (10.0, 2, "a0", 0), (10.5, 1, "a0", 4),
+                               (10.6, 1, "a1", 2), (11.0, 1, "a0", 7)):  # fmt: skip
+        ledger.feed({"t": t, "node": "r", "ev": "rendezvous", "eid": eid, "attr": attr,
+                     "hops": hops})  # fmt: skip
+    assert ledger.summary()["route_hops"] == 2.0  # (0 + 4 + 2) / 3
+    assert Ledger(SCHEMA, 0.0, 1.0, 5.0).summary()["route_hops"] is None

@@ -13,6 +13,12 @@ same numbers from the files). Definitions:
   event to one node;
 - traffic overhead: event messages received (every copy, dropped ones too)
   by nodes not interested in the event / all event messages received;
+- node-based overhead: per event, the nodes that handled a copy without
+  being interested / all nodes that handled one, averaged over events;
+- redundancy: event messages received by a node that already had the
+  event / all event messages received;
+- route to the rendezvous: hops of the first up copy to reach a node that
+  took its key for its own (0: the publisher did), per (event, attribute);
 - path length: hops of the first delivery, over delivered expected pairs;
 - load of a node: events it forwarded to at least one node / events
   published; over nodes alive at some time in the window.
@@ -28,13 +34,63 @@ from __future__ import annotations
 import bisect
 import math
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from vinifera.matching import satisfies
 from vinifera.schema import Schema
 from vinifera.subscription import Event, Subscription
 
 INF = math.inf
+
+# What is counted of one counted event's messages (its recv and drop
+# records), index by index; Receipts sums the same lists.
+COPIES, UNINTERESTED, DROPPED, REDUNDANT = 0, 1, 2, 3
+# ... recv records of a node's first copy (had false): node-based overhead
+FIRST, FIRST_UNINTERESTED = 4, 5
+# ... drops by what they were: an up copy, a down copy, a push; redundant ones
+DROPPED_UP, DROPPED_DOWN, DROPPED_PUSH, DROPPED_REDUNDANT = 6, 7, 8, 9
+N_COUNTS = 10
+
+
+def count_message(counts: list[int], rec: dict) -> None:
+    """One recv or drop record into its event's counts. `had` and `up`
+    are missing from logs written before they existed: not redundant, and
+    a dropped tree copy counts as a down copy."""
+    counts[COPIES] += 1
+    interested = rec["match"]
+    had = rec.get("had", False)
+    if not interested:
+        counts[UNINTERESTED] += 1
+    if had:
+        counts[REDUNDANT] += 1
+    if rec["ev"] == "drop":
+        counts[DROPPED] += 1
+        if had:
+            counts[DROPPED_REDUNDANT] += 1
+        if rec.get("attr") is None:
+            counts[DROPPED_PUSH] += 1
+        elif rec.get("up", False):
+            counts[DROPPED_UP] += 1
+        else:
+            counts[DROPPED_DOWN] += 1
+    elif not had:
+        counts[FIRST] += 1
+        if not interested:
+            counts[FIRST_UNINTERESTED] += 1
+
+
+def node_overhead(per_event: Iterable[tuple[int, int]]) -> float | None:
+    """The mean, over events that reached any node, of the share of the
+    nodes it reached that were not interested, from (nodes, uninterested)
+    per event in ascending event id (so that every implementation adds the
+    same floats in the same order)."""
+    total = 0.0
+    n = 0
+    for nodes, uninterested in per_event:
+        if nodes:
+            total += uninterested / nodes
+            n += 1
+    return round(total / n, 6) if n else None
 
 
 class Ledger:
@@ -52,10 +108,12 @@ class Ledger:
         # object for each garbage collection to walk (gcpolicy).
         self.delivered: dict[tuple[int, str], tuple[float, int]] = {}
         self.repeats: dict[tuple[int, str], list[tuple[float, int]]] = defaultdict(list)
-        self.received = 0
-        self.received_uninterested = 0
+        # eid -> its message counts (COPIES ...), for the counted events
+        self.messages: dict[int, list[int]] = {}
+        # (eid, attr) -> (time, hops, node) of the first rendezvous record
+        self.rendezvous: dict[tuple[int, str], tuple[float, int, str]] = {}
+        self.publishers: dict[int, str] = {}  # eid -> its publisher, counted events
         self.forwarded: dict[str, set] = defaultdict(set)
-        self.dropped = 0
         self._sub_cache: dict[tuple, Subscription | None] = {}
 
     # ----------------------------------------------------------------- feeding
@@ -75,13 +133,10 @@ class Ledger:
         t = rec["t"]
         node = rec["node"]
         if ev == "recv" or ev == "drop":
-            if rec["eid"] in self.events:
-                self.received += 1
-                if not rec["match"]:
-                    self.received_uninterested += 1
-                if ev == "drop":
-                    self.dropped += 1
-                elif rec["fwd"] > 0:
+            counts = self.messages.get(rec["eid"])
+            if counts is not None:
+                count_message(counts, rec)
+                if ev == "recv" and rec["fwd"] > 0:
                     self.forwarded[node].add(rec["eid"])
         elif ev == "deliver":
             if rec["eid"] in self.events:
@@ -93,6 +148,11 @@ class Ledger:
         elif ev == "publish":
             if self.window_start <= t < self.window_end:
                 self.events[rec["eid"]] = (t, Event.from_plain(self.schema, rec["values"]))
+                self.messages.setdefault(rec["eid"], [0] * N_COUNTS)
+                self.publishers[rec["eid"]] = node
+        elif ev == "rendezvous":
+            if rec["eid"] in self.events:
+                self.rendezvous.setdefault((rec["eid"], rec["attr"]), (t, rec["hops"], node))
         elif ev == "join":
             self.lives[node].append([t, INF])
             self.subs[node].append((t, self._sub(rec.get("sub"))))
@@ -108,17 +168,38 @@ class Ledger:
         the same, once this ledger has been fed every publish record up to
         the last of them (a copy never comes before its publish)."""
         events = self.events
-        for eid, (copies, uninterested, dropped) in receipts.by_event.items():
-            if eid in events:
-                self.received += copies
-                self.received_uninterested += uninterested
-                self.dropped += dropped
+        messages = self.messages
+        for eid, summed in receipts.by_event.items():
+            counts = messages.get(eid)
+            if counts is not None:
+                for i, n in enumerate(summed):
+                    counts[i] += n
         forwarded = self.forwarded
         for node, eid in receipts.forwarded:
             if eid in events:
                 forwarded[node].add(eid)
 
     # ----------------------------------------------------------------- queries
+
+    def message_totals(self) -> list[int]:
+        """The message counts (COPIES ...) summed over the counted events."""
+        totals = [0] * N_COUNTS
+        for counts in self.messages.values():
+            for i, n in enumerate(counts):
+                totals[i] += n
+        return totals
+
+    @property
+    def received(self) -> int:
+        return self.message_totals()[COPIES]
+
+    @property
+    def received_uninterested(self) -> int:
+        return self.message_totals()[UNINTERESTED]
+
+    @property
+    def dropped(self) -> int:
+        return self.message_totals()[DROPPED]
 
     def deliveries(self) -> Iterator[tuple[tuple[int, str], list[tuple[float, int]]]]:
         """Every delivered (eid, node) pair with all its (time, hops), the
@@ -198,6 +279,9 @@ class Ledger:
         loads = (
             sorted(len(self.forwarded.get(n, ())) / n_events for n in in_window) if n_events else []
         )
+        totals = self.message_totals()
+        received = totals[COPIES]
+        routes = [hops for _t, hops, _node in self.rendezvous.values()]
         return {
             "events_published": n_events,
             "expected_pairs": expected,
@@ -205,14 +289,22 @@ class Ledger:
             "hit_ratio": round(delivered / expected, 6) if expected else None,
             "false_positives": false_positives,
             "duplicates": duplicates,
-            "traffic_overhead": (
-                round(self.received_uninterested / self.received, 6) if self.received else None
+            "traffic_overhead": (round(totals[UNINTERESTED] / received, 6) if received else None),
+            "node_overhead": node_overhead(
+                (c[FIRST], c[FIRST_UNINTERESTED]) for _, c in sorted(self.messages.items())
             ),
-            "event_messages": self.received,
-            "event_messages_dropped": self.dropped,
+            "event_messages": received,
+            "event_messages_dropped": totals[DROPPED],
+            "event_messages_redundant": totals[REDUNDANT],
+            "redundancy": round(totals[REDUNDANT] / received, 6) if received else None,
+            "dropped_up": totals[DROPPED_UP],
+            "dropped_down": totals[DROPPED_DOWN],
+            "dropped_push": totals[DROPPED_PUSH],
+            "dropped_redundant": totals[DROPPED_REDUNDANT],
             # cost (docs/metrics.md): comparable across systems, unlike the overhead ratio
-            "cost": round(self.received / delivered, 6) if delivered else None,
+            "cost": round(received / delivered, 6) if delivered else None,
             "path_length": round(hops_total / delivered, 6) if delivered else None,
+            "route_hops": round(sum(routes) / len(routes), 6) if routes else None,
             "load_max": round(loads[-1], 6) if loads else None,
             "load_p95": round(_percentile(loads, 0.95), 6) if loads else None,
         }
@@ -230,7 +322,7 @@ class Receipts:
         by_event: dict[int, list[int]] | None = None,
         forwarded: list[tuple[str, int]] | None = None,
     ) -> None:
-        # eid -> [copies received or dropped, of them by uninterested nodes, dropped]
+        # eid -> its message counts (COPIES ...), as the ledger keeps them
         self.by_event: dict[int, list[int]] = {} if by_event is None else by_event
         self.forwarded: list[tuple[str, int]] = [] if forwarded is None else forwarded
 
@@ -239,13 +331,9 @@ class Receipts:
         eid = rec["eid"]
         counts = self.by_event.get(eid)
         if counts is None:
-            counts = self.by_event[eid] = [0, 0, 0]
-        counts[0] += 1
-        if not rec["match"]:
-            counts[1] += 1
-        if rec["ev"] == "drop":
-            counts[2] += 1
-        elif rec["fwd"] > 0:
+            counts = self.by_event[eid] = [0] * N_COUNTS
+        count_message(counts, rec)
+        if rec["ev"] == "recv" and rec["fwd"] > 0:
             self.forwarded.append((rec["node"], eid))
 
 

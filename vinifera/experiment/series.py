@@ -40,7 +40,7 @@ class Windows:
             if i >= 0 and rec["t"] < self.bounds[i][1]:
                 self.owner[rec["eid"]] = self.ledgers[i]
                 self.ledgers[i].feed(rec)
-        elif ev in ("recv", "drop", "deliver"):
+        elif ev in ("recv", "drop", "deliver", "rendezvous"):
             ledger = self.owner.get(rec["eid"])
             if ledger is not None:
                 ledger.feed(rec)

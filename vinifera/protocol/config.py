@@ -303,6 +303,11 @@ class ContentConfig:
     # all matching links cost 5.8x the event messages of no push for a path
     # of 4.3 hops (6.5 without); 3 links, 3.4x for 4.6 hops; 1, 1.9x for 5.9.
     push_fanout: int | None = 3
+    # A push also does the tree's work at its receiver: the first copy of an
+    # event to reach a node, pushed or not, sends it down the node's matching
+    # CRT rows, so the subscribers below a pushed node get it from there
+    # instead of waiting for the tree copy to come down to it.
+    push_tree_work: bool = False
     # Congestion model: at most this many event messages handled per period
     # (None: unlimited); the excess is dropped and logged.
     capacity: int | None = None

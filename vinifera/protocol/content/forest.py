@@ -92,6 +92,14 @@ class HeldCopy(NamedTuple):
     copy: Copy
     sender: Hashable
     interested: bool
+    had: bool  # we had the event already when it arrived
+
+
+class Arrival(NamedTuple):
+    """What an event copy that got past the congestion model found here."""
+
+    interested: bool  # our own subscription matches the event
+    had: bool  # we had the event already (published it, or got a copy): redundant
 
 
 class Forest:
@@ -101,6 +109,9 @@ class Forest:
         self.seen = ExpiringMap()  # (eid, attr) -> DOWN_DONE | UP_DONE
         self.delivered = ExpiringMap()  # eid
         self.recent = ExpiringMap()  # (eid, attr) -> RecentEvent (catch_up)
+        # eids we published or got a copy of: a copy of one arrives redundant
+        # (measured only: the `had` of recv and drop records)
+        self.have = ExpiringMap()
         self.period_events = 0
         # published, or up copies received, before we had a ring (publish_hold)
         self.held: list[HeldEvent | HeldCopy] = []
@@ -108,6 +119,7 @@ class Forest:
     def forget_before(self, dedupe_horizon: float, catch_up_horizon: float) -> None:
         self.seen.forget_before(dedupe_horizon)
         self.delivered.forget_before(dedupe_horizon)
+        self.have.forget_before(dedupe_horizon)
         self.recent.forget_before(catch_up_horizon)
 
     # ----------------------------------------------------------------- publish
@@ -116,6 +128,7 @@ class Forest:
         c = self.content
         c.counters["events_published"] += 1
         c.out.append(Log(record(now, c.name, "publish", eid=eid, values=event.to_plain())))
+        self.have.set(now, eid)
         sub = c.profile.subscription
         interested = sub is not None and satisfies(sub.constraints, event.values)
         if interested:
@@ -145,7 +158,7 @@ class Forest:
         held, self.held = self.held, []
         for item in held:
             if isinstance(item, HeldCopy):
-                self._take(now, item.copy, item.sender, item.interested)
+                self._take(now, item.copy, item.sender, item.interested, item.had)
             else:
                 self._route_published(now, item.eid, item.event, item.interested)
 
@@ -158,15 +171,16 @@ class Forest:
             targets, rv = self._handle(now, copy, None)
             sent.update(targets)
             if rv:
-                c.note_rendezvous(now, key, interested)
+                self._at_rendezvous(now, copy, interested)
         self._push(now, eid, event, 0, sent, bool(sent))
 
     # ----------------------------------------------------------------- tree copies
 
     def on_event(self, now: float, msg: m.EventMessage) -> None:
-        interested = self._arrive(now, msg, msg.attr)
-        if interested is None:
+        arrival = self._arrive(now, msg, msg.attr, msg.up)
+        if arrival is None:
             return
+        interested, had = arrival
         c = self.content
         if msg.up and c.config.event_retry:  # only up copies are retried
             c.out.append(Send(msg.profile.address, m.Pong(c.profile)))
@@ -176,12 +190,12 @@ class Forest:
         if msg.up and self._ringless():
             if len(self.held) < MAX_HELD_COPIES:
                 # (its recv record comes when it is handled, at release_held)
-                self.held.append(HeldCopy(now, copy, msg.profile.address, interested))
+                self.held.append(HeldCopy(now, copy, msg.profile.address, interested, had))
                 return
             c.counters["up_copies_not_held"] += 1
-        self._take(now, copy, msg.profile.address, interested)
+        self._take(now, copy, msg.profile.address, interested, had)
 
-    def _take(self, now: float, copy: Copy, sender: Hashable, interested: bool) -> None:
+    def _take(self, now: float, copy: Copy, sender: Hashable, interested: bool, had: bool) -> None:
         """Handle a tree copy that arrived from `sender` (delivered already)."""
         c = self.content
         state = self.seen.items.get((copy.eid, copy.attr), 0)
@@ -199,12 +213,21 @@ class Forest:
                 copy = copy._replace(up=False)
             targets, rv = self._handle(now, copy, sender, state)
             if rv:
-                c.note_rendezvous(now, copy.key, interested)
+                self._at_rendezvous(now, copy, interested)
             fwd = len(targets)
             fwd += self._push(now, copy.eid, copy.event, copy.hops, {sender, *targets}, fwd > 0)
-        self._received(now, copy, copy.attr, interested, fwd, dup, rv)
+        self._received(now, copy, copy.attr, interested, fwd, dup, rv, had)
 
-    def _received(self, now: float, msg, attr, interested: bool, fwd: int, dup: bool, rv: bool):
+    def _at_rendezvous(self, now: float, copy: Copy, interested: bool) -> None:
+        """We took an up copy's key for ours: balancing's load, and the
+        `rendezvous` record (its hops: the route the copy took here)."""
+        c = self.content
+        c.note_rendezvous(now, copy.key, interested)
+        c.out.append(Log(record(now, c.name, "rendezvous", eid=copy.eid, attr=copy.attr,
+                                hops=copy.hops)))  # fmt: skip
+
+    def _received(self, now: float, msg, attr, interested: bool, fwd: int, dup: bool, rv: bool,
+                  had: bool) -> None:  # fmt: skip
         """The end of handling a copy (a message or a Copy): its `recv`
         record, and the event counted toward our forwarding load when we
         sent it on (the same records the simulator's load metric counts)."""
@@ -212,26 +235,29 @@ class Forest:
         if fwd:
             c.note_forwarded(now, msg.eid)
         c.out.append(Log(record(now, c.name, "recv", eid=msg.eid, attr=attr, hops=msg.hops,
-                                match=interested, fwd=fwd, dup=dup, rv=rv)))  # fmt: skip
+                                match=interested, fwd=fwd, dup=dup, rv=rv, had=had)))  # fmt: skip
 
-    def _arrive(self, now: float, msg, attr: str | None) -> bool | None:
+    def _arrive(self, now: float, msg, attr: str | None, up: bool) -> Arrival | None:
         """What every event copy (tree or push) goes through first: liveness
         evidence, then the congestion model (past `capacity` event messages
         this period the copy is dropped and logged: None). Returns whether
-        our own subscription matches the event."""
+        our own subscription matches the event, and whether we had it."""
         c = self.content
         c.overlay.refresh_link(now, msg.profile)
         sub = c.profile.subscription
         interested = sub is not None and satisfies(sub.constraints, msg.event.values)
+        had = msg.eid in self.have
         cap = c.config.capacity
         self.period_events += 1
         if cap is not None and self.period_events > cap:
             c.counters["events_dropped"] += 1
             c.out.append(Log(record(now, c.name, "drop", eid=msg.eid, attr=attr, hops=msg.hops,
-                                    match=interested)))  # fmt: skip
+                                    match=interested, up=up, had=had)))  # fmt: skip
             return None
         c.counters["events_received"] += 1
-        return interested
+        if not had:
+            self.have.set(now, msg.eid)
+        return Arrival(interested, had)
 
     def _handle(
         self, now: float, copy: Copy, sender: Hashable | None, state: int = 0
@@ -328,15 +354,26 @@ class Forest:
 
     def on_push(self, now: float, msg: m.EventPush) -> None:
         """A link that knows our subscription sent us an event it matches."""
-        interested = self._arrive(now, msg, None)
-        if interested is None:
+        arrival = self._arrive(now, msg, None, False)
+        if arrival is None:
             return
+        interested, had = arrival
         if interested and msg.eid not in self.delivered:
             self._deliver(now, msg.eid, msg.event, None, msg.hops)
         fwd = 0
         if msg.hops < self.content.config.max_event_hops:
-            fwd = self._push(now, msg.eid, msg.event, msg.hops, {msg.profile.address}, False)
-        self._received(now, msg, None, interested, fwd, fwd == 0, False)
+            sender = msg.profile.address
+            sent = {sender}
+            if self.content.config.push_tree_work:
+                for attr, key in self.content.event_keys(msg.event):
+                    state = self.seen.items.get((msg.eid, attr), 0)
+                    if not state & DOWN_DONE:
+                        copy = Copy(msg.eid, msg.event, attr, key, msg.hops, False)
+                        targets, _ = self._handle(now, copy, sender, state)
+                        sent.update(targets)
+                fwd = len(sent) - 1
+            fwd += self._push(now, msg.eid, msg.event, msg.hops, sent, fwd > 0)
+        self._received(now, msg, None, interested, fwd, fwd == 0, False, had)
 
     def _push(
         self, now: float, eid: int, event: Event, hops: int, skip: set, forwarding: bool
