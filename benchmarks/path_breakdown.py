@@ -7,9 +7,9 @@ Runs one simulation in-process with the same configuration as
 prints, besides the summary metrics:
 
 - the delivery path split into hops made by `up` copies (on the way to the
-  rendezvous) and by `down` copies (down CRT branches), over the delivered
-  pairs of the measurement window: each delivery's copy is traced back
-  through the copies its senders received;
+  rendezvous), by `down` copies (down CRT branches) and by pushes, over
+  the delivered pairs of the measurement window: each delivery's copy is
+  traced back through the copies its senders received;
 - the routing in-degree (how many nodes hold a node as a link) and, for the
   node with the most in-links, what kind of link they hold it as;
 - the busiest relays (the load of EXPERIMENTS.md) with their in-degree;
@@ -47,21 +47,6 @@ from vinifera.sim.config import SimConfig
 from vinifera.sim.driver import Simulation
 
 Graph = dict[Hashable, set[Hashable]]
-
-
-def note_publishers(sim: Simulation) -> dict[int, str]:
-    """eid -> publisher name, read from the publish records as the ledger
-    is fed (the ledger keeps the event, not who published it)."""
-    publishers: dict[int, str] = {}
-    feed = sim.ledger.feed
-
-    def feed_and_note(rec: dict) -> None:
-        if rec["ev"] == "publish":
-            publishers[rec["eid"]] = rec["node"]
-        feed(rec)
-
-    sim.ledger.feed = feed_and_note
-    return publishers
 
 
 def link_graph(sim: Simulation) -> Graph:
@@ -127,8 +112,9 @@ def mean(values: list[int | None]) -> float | None:
     return round(sum(known) / len(known), 4) if known else None
 
 
-def shortest_paths(sim: Simulation, publishers: dict[int, str]) -> dict:
+def shortest_paths(sim: Simulation) -> dict:
     """Measured path vs shortest-path distance on the delivered pairs."""
+    publishers = sim.ledger.publishers
     by_name = {str(addr): addr for addr in range(len(sim.nodes))}
     pairs, measured = [], []
     for (eid, name), (_t, hops) in sim.ledger.delivered.items():
@@ -182,23 +168,27 @@ def main() -> None:
     ap.add_argument("--friends", type=int, default=None)
     ap.add_argument("--small-world", type=int, default=None)
     ap.add_argument("--no-balancing", action="store_true")
+    ap.add_argument("--content", default="{}", help="ContentConfig fields to change, as JSON")
+    ap.add_argument("--overlay", default="{}", help="OverlayConfig fields to change, as JSON")
     a = ap.parse_args()
 
-    # (eid, receiver address) -> [(hops, sender address, up)]; pushes count as down
+    # (eid, receiver address) -> [(hops, sender address, kind: up, down or push)]
     copies: dict[tuple[int, object], list] = defaultdict(list)
 
     def tap(now, send) -> None:
         msg = send.message
         if type(msg) is m.EventMessage:
-            copies[(msg.eid, send.dest)].append((msg.hops, msg.profile.address, msg.up))
+            kind = "up" if msg.up else "down"
+            copies[(msg.eid, send.dest)].append((msg.hops, msg.profile.address, kind))
         elif type(msg) is m.EventPush:
-            copies[(msg.eid, send.dest)].append((msg.hops, msg.profile.address, False))
+            copies[(msg.eid, send.dest)].append((msg.hops, msg.profile.address, "push"))
 
     friends, small_world, content = system_defaults(a.system)
     friends = friends if a.friends is None else a.friends
     small_world = small_world if a.small_world is None else a.small_world
     if a.no_balancing:
         content = ContentConfig(**{**content.to_dict(), "balancing": False})
+    content = ContentConfig(**{**content.to_dict(), **json.loads(a.content)})
     cfg = SimConfig(
         system=a.system,
         nodes=a.nodes,
@@ -207,35 +197,39 @@ def main() -> None:
         subscriptions=a.subscriptions,
         attributes=a.attributes,
         events_per_round=10,
-        overlay=OverlayConfig(friends=friends, small_world=small_world),
+        overlay=OverlayConfig(
+            **{"friends": friends, "small_world": small_world, **json.loads(a.overlay)}
+        ),
         content=content,
     )
     sim = Simulation(cfg, tap=tap)
-    publishers = note_publishers(sim)
     summary = sim.run()
     keys = ("hit_ratio", "traffic_overhead", "path_length", "load_max", "load_p95")
     print(json.dumps({k: summary.get(k) for k in keys}))
 
     ledger = sim.ledger
     by_name = {str(addr): addr for addr in range(len(sim.nodes))}
-    up = down = total = n = untraced = 0
+    by_kind = dict.fromkeys(("up", "down", "push"), 0)
+    total = n = untraced = 0
     for (eid, name), (_t, hops) in ledger.delivered.items():
         node = by_name[name]
-        u = d = 0
+        made = dict.fromkeys(by_kind, 0)
         cur, h = node, hops
         while h > 0:
             match = [c for c in copies[(eid, cur)] if c[0] == h]
             if not match:
                 break
-            u, d = (u + 1, d) if match[0][2] else (u, d + 1)
+            made[match[0][2]] += 1
             cur, h = match[0][1], h - 1
         if h > 0:
             untraced += 1
             continue
-        up, down, total, n = up + u, down + d, total + hops, n + 1
+        for kind, k in made.items():
+            by_kind[kind] += k
+        total, n = total + hops, n + 1
     print(
-        f"deliveries traced: {n} (untraced {untraced}); hops per delivery: "
-        f"{total / n:.3f} = up {up / n:.3f} + down {down / n:.3f}"
+        f"deliveries traced: {n} (untraced {untraced}); hops per delivery: {total / n:.3f} = "
+        + " + ".join(f"{kind} {k / n:.3f}" for kind, k in by_kind.items())
     )
 
     indeg: dict[object, int] = defaultdict(int)
@@ -265,7 +259,7 @@ def main() -> None:
         "busiest relays (node, load, in-degree): "
         + ", ".join(f"({k}, {len(v) / events:.3f}, {indeg.get(by_name[k], 0)})" for k, v in busiest)
     )
-    print_shortest_paths(shortest_paths(sim, publishers))
+    print_shortest_paths(shortest_paths(sim))
 
 
 if __name__ == "__main__":

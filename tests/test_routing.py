@@ -203,3 +203,68 @@ def test_split_sends_each_key_to_the_known_node_of_least_weight(seed, key, width
                     assert hop == least_weight_known(view, k, overshoot)
                     # lighter than we are: the walk ends (see routing.py)
                     assert weight(hop, k, overshoot) < weight(me, k, overshoot)
+
+
+# ----------------------------------------------------------------- look-ahead
+
+
+def test_look_ahead_prefers_the_link_whose_link_lies_nearest_before_the_key():
+    # 300 knows 400 (succ), 500 and 700; the key is 890. Plain greedy: 700.
+    # Look-ahead: 500 links to 880, which 700's links (710, 720) do not beat.
+    known = {(400, 400), (500, 500), (700, 700), (200, 200)}
+    hops = {500: (600, 880), 700: (710, 720), 400: (500,)}
+    v = RouteView(300, 200, (400, 400), known, 0, hops)
+    assert RouteView(300, 200, (400, 400), known).next_hop(890) == 700
+    assert v.next_hop(890) == 500
+    # a link whose successor is the key's rendezvous wins at once: 700's
+    # successor 710 owns 705
+    assert v.next_hop(705) == 700
+    # nothing is ever chosen past the key, and a link's own link past the
+    # key does not count: 500's 880 is past 650
+    assert v.next_hop(650) == 500  # 600 via 500 leaves 50; 500 itself 150
+    assert v.next_hop(450) == 400  # 400's link 500 is past it: its successor owns it
+
+
+def test_shortcuts_jump_only_nearer_than_any_link_or_its_links():
+    known = {(400, 400), (500, 500), (200, 200)}
+    v = RouteView(300, 200, (400, 400), known, 0, {500: (600,)})
+    shortcuts = ([150, 850], [150, 850])
+    assert v.up_hop(880, shortcuts) == 850  # 30 before the key; 500's 600: 280
+    assert v.up_hop(620, shortcuts) == 500  # 850 is past it, 150 behind us
+    assert v.up_hop(350, shortcuts) == 400  # the successor's own keys
+    assert v.up_hop(250, shortcuts) is MINE
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32), st.booleans(), st.booleans())
+def test_look_ahead_and_shortcuts_always_end_at_the_owner(seed, ahead, jumps):
+    """Over a random consistent ring with random long links (and random
+    shortcuts), an up copy's next hops progress clockwise and end at the
+    key's owner, with or without look-ahead."""
+    rng = random.Random(seed)
+    ring = sorted({rng.randrange(RING_SIZE) for _ in range(rng.randint(3, 40))})
+    links = {x: set(rng.sample(ring, min(4, len(ring)))) - {x} for x in ring}
+    views = {}
+    for i, x in enumerate(ring):
+        pred, succ = ring[i - 1], ring[(i + 1) % len(ring)]
+        mine = links[x] | {pred, succ}
+        known = {(y, y) for y in mine}
+        hops = {y: tuple(sorted(links[y] | {ring[(ring.index(y) + 1) % len(ring)]}))
+                for y in mine} if ahead else None  # fmt: skip
+        views[x] = RouteView(x, pred, (succ, succ), known, 0, hops)
+    for _ in range(20):
+        key = rng.randrange(RING_SIZE)
+        cur, steps = rng.choice(ring), 0
+        while True:
+            v = views[cur]
+            if jumps:
+                sc = sorted(rng.sample(ring, min(5, len(ring))))
+                hop = v.up_hop(key, (sc, sc))
+            else:
+                hop = v.next_hop(key)
+            if hop is MINE:
+                break
+            assert in_arc(hop, cur, key) or hop == owner(ring, key)  # never past the key
+            cur, steps = hop, steps + 1
+            assert steps <= len(ring)
+        assert cur == owner(ring, key)

@@ -119,6 +119,12 @@ class OverlayConfig:
     # (the fakes above took 15 of 20 entries).
     gossip_per_source: int = 4
 
+    # T-Man messages say which of their entries are the sender's own routing
+    # links, and a node keeps the link identifiers of each of its links: its
+    # neighbours' neighbours, for look-ahead routing (ContentConfig.
+    # route_lookahead; Manku, Naor, Wieder, "Know thy neighbor's neighbor").
+    share_links: bool = False
+
     def __post_init__(self) -> None:
         if self.period <= 0:
             raise ValueError("period must be positive")
@@ -311,6 +317,16 @@ class ContentConfig:
     # Congestion model: at most this many event messages handled per period
     # (None: unlimited); the excess is dropped and logged.
     capacity: int | None = None
+    # Up copies choose their next hop by two-hop progress: the link through
+    # which some link of that link (what T-Man exchanges told us, with
+    # OverlayConfig.share_links) lies nearest before the key, or the link
+    # whose successor is the key's rendezvous; without a link's links, the
+    # link itself. Never past the key, so routing still ends.
+    route_lookahead: bool = False
+    # Up copies may also jump to a node we know but do not link to (one that
+    # answered us lately: Overlay.shortcuts), when it lies nearer before the
+    # key than any link (or look-ahead two-hop point) does.
+    route_shortcuts: bool = False
     # Karger-Ruhl identifier balancing.
     balancing: bool = True
     # What counts as rendezvous load: "uninterested" (events we are the

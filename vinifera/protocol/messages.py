@@ -60,13 +60,28 @@ class ShuffleReply(WithEntries):
 
 
 class TmanRequest(WithEntries):
-    """T-Man: the sender's routing table (and some of its view) to merge."""
+    """T-Man: the sender's routing table (and some of its view) to merge.
+    `links`: the positions in `profiles` of the sender's own routing links,
+    so that the receiver knows its neighbour's neighbours (look-ahead
+    routing, OverlayConfig.share_links); empty when not shared."""
 
-    __slots__ = ()
+    __slots__ = ("links",)
     kind = "tman"
 
+    def __init__(
+        self,
+        profile: Profile,
+        profiles: tuple[Profile, ...],
+        ages: tuple[float, ...],
+        links: tuple[int, ...] = (),
+    ) -> None:
+        self.profile = profile
+        self.profiles = profiles
+        self.ages = ages
+        self.links = links
 
-class TmanReply(WithEntries):
+
+class TmanReply(TmanRequest):
     __slots__ = ()
     kind = "tman_reply"
 

@@ -107,6 +107,10 @@ class Overlay:
         self._tman_interval = 1
         self.counters = {"suspected": 0, "joins_sent": 0, "ring_link_moved": 0}
         self.joining = Joining(config, rng, out, self.counters)
+        # Our links' own link identifiers, sorted, from their T-Man messages
+        # (config.share_links): kept for current links only (_forget_hops)
+        self.next_hops: dict[Hashable, tuple[int, ...]] = {}
+        self.next_hops_version = 0  # bumped when next_hops changes
         # Called with (now, address) when a neighbour leaves or is suspected,
         # so that upper layers forget what they hold for it.
         self.peer_gone: Callable[[float, Hashable], None] | None = None
@@ -159,6 +163,8 @@ class Overlay:
         self._update_primary(now, known.values())
         self._reselect(now, known)
         kept = self.links.by_address
+        if self.next_hops:
+            self._forget_hops()
         stale = now - self.durations.stale_after
         for addr, e in before.items():
             if addr not in kept and e.heard < stale:
@@ -173,7 +179,7 @@ class Overlay:
                 target = self._exchange_partner(pool)
                 profiles, ages = self._tman_buffer(now, target)
                 self.vetting.ask(target.address, now)
-                request = m.TmanRequest(self.profile, profiles, ages)
+                request = m.TmanRequest(self.profile, profiles, ages, self._link_marks(profiles))
                 self.out.append(Send(target.address, request))
         # Probe links we have not heard from lately.
         ping = None
@@ -229,14 +235,44 @@ class Overlay:
         one period later), which halves the selection work."""
         self._heard_from(now, msg.profile)
         profiles, ages = self._tman_buffer(now, msg.profile)
-        self.out.append(Send(msg.profile.address, m.TmanReply(self.profile, profiles, ages)))
+        reply = m.TmanReply(self.profile, profiles, ages, self._link_marks(profiles))
+        self.out.append(Send(msg.profile.address, reply))
         self.candidates.stash_wire(now, msg.profiles, msg.ages, msg.profile.address)
+        self._note_next_hops(msg)
 
     def on_tman_reply(self, now: float, msg: m.TmanReply) -> None:
         """Merged at the next reselection, like a request: one selection
         per period."""
         self._heard_from(now, msg.profile)
         self.candidates.stash_wire(now, msg.profiles, msg.ages, msg.profile.address)
+        self._note_next_hops(msg)
+
+    def _link_marks(self, profiles: tuple[Profile, ...]) -> tuple[int, ...]:
+        """The positions of our own routing links among `profiles`."""
+        if not self.config.share_links:
+            return ()
+        links = self.links.by_address
+        return tuple(i for i, p in enumerate(profiles) if p.address in links)
+
+    def _note_next_hops(self, msg: m.TmanRequest) -> None:
+        """A link's T-Man message names its links: keep their identifiers."""
+        addr = msg.profile.address
+        if not msg.links or addr not in self.links.by_address:
+            return
+        profiles = msg.profiles
+        hops = tuple(sorted({profiles[i].ident for i in msg.links if 0 <= i < len(profiles)}))
+        if self.next_hops.get(addr) != hops:
+            self.next_hops[addr] = hops
+            self.next_hops_version += 1
+
+    def _forget_hops(self) -> None:
+        """Keep the next hops of current links only (a bounded table)."""
+        links = self.links.by_address
+        gone = [a for a in self.next_hops if a not in links]
+        for addr in gone:
+            del self.next_hops[addr]
+        if gone:
+            self.next_hops_version += 1
 
     def on_ping(self, now: float, msg: m.Ping) -> None:
         self._heard_from(now, msg.profile)
@@ -464,6 +500,21 @@ class Overlay:
         return choice(self.rng, pool).profile
 
     # ----------------------------------------------------------------- misc
+
+    def shortcuts(self, now: float) -> tuple[list[int], list[Hashable]]:
+        """The nodes we know that are not links but answered us lately and
+        are fresh, as (identifiers, addresses) sorted by identifier: where an
+        up copy may jump (ContentConfig.route_shortcuts). Bounded by the
+        candidate pool."""
+        links = self.links.by_address
+        stale = now - self.durations.stale_after
+        verified = self.vetting.verified
+        known = sorted(
+            ((e.profile.ident, a) for e in self._pool
+             if (a := e.profile.address) not in links and e.heard >= stale and verified(a, now)),
+            key=lambda pair: pair[0],
+        )  # fmt: skip
+        return [i for i, _ in known], [a for _, a in known]
 
     def link_addresses(self) -> list[Hashable]:
         return list(self.links.by_address)

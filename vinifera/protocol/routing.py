@@ -60,7 +60,7 @@ class RouteView:
 
     __slots__ = (
         "me", "pred", "succ", "succ_address", "idents", "addresses", "mine", "succ_arc",
-        "overshoot", "_segments", "_starts",
+        "overshoot", "_segments", "_starts", "_gaps",
     )  # fmt: skip
 
     succ: int | None
@@ -73,7 +73,10 @@ class RouteView:
         succ: tuple[int, Hashable] | None,
         known: Iterable[tuple[int, Hashable]],
         overshoot: int = 0,
+        next_hops: dict[Hashable, tuple[int, ...]] | None = None,
     ) -> None:
+        """`next_hops`: each link's own link identifiers where known (look-
+        ahead for next_hop); None routes on our links alone."""
         self.me = me
         self.overshoot = overshoot  # split's F (module docstring); 0: clockwise
         self.pred = pred
@@ -92,6 +95,16 @@ class RouteView:
             self.succ_arc = arc_set(me, self.succ) - self.mine  # type: ignore[arg-type]
         self._segments: list[tuple[int, int, Hashable]] | None = None
         self._starts: list[int] = []
+        # per link (in idents' order): the clockwise gaps from it to its own
+        # links, sorted (None: not known); None without look-ahead
+        self._gaps: list[list[int] | None] | None = None
+        if next_hops is not None:
+            self._gaps = [
+                sorted(g for m in hops if (g := (m - ident) % RING_SIZE))
+                if (hops := next_hops.get(addr))
+                else None
+                for ident, addr in pairs
+            ]
 
     def is_mine(self, key: int) -> bool:
         return self.pred is None or in_arc(key, self.pred, self.me)
@@ -110,7 +123,69 @@ class RouteView:
             return self.succ_address
         if not self.idents:
             return MINE
+        if self._gaps is not None:
+            return self._look_ahead(key)
         return self._preceding(key)
+
+    def up_hop(self, key: int, shortcuts: tuple[list[int], list[Hashable]]) -> Hashable:
+        """next_hop for an up copy that may also jump to one of `shortcuts`
+        ((identifiers, addresses) sorted by identifier; not links): the
+        shortcut nearest before the key, when it is nearer the key than the
+        link chosen (or than that link's two-hop point, with look-ahead)."""
+        hop = self.next_hop(key)
+        idents, addresses = shortcuts
+        if not idents or hop is MINE or hop == self.succ_address:
+            return hop
+        i = bisect_right(idents, key) - 1  # -1 wraps to the largest identifier
+        ident, addr = idents[i], addresses[i]
+        me = self.me
+        span = (key - me) % RING_SIZE
+        ahead = (ident - me) % RING_SIZE
+        if ahead == 0 or ahead > span:
+            return hop
+        if span - ahead < self._remaining(key, hop):
+            return addr
+        return hop
+
+    def _remaining(self, key: int, hop: Hashable) -> int:
+        """How far before the key `hop` (one of our links) leaves it: at
+        the link, or at its two-hop point with look-ahead."""
+        i = self.addresses.index(hop)
+        d = (key - self.idents[i]) % RING_SIZE
+        g = self._gaps[i] if self._gaps is not None else None
+        if g and d:
+            return 0 if g[0] >= d else d - g[bisect_right(g, d) - 1]
+        return d
+
+    def _look_ahead(self, key: int) -> Hashable:
+        """Neighbour-of-neighbour greedy: the link after which the key is
+        nearest within two hops: at the link itself, at one of the link's
+        links between it and the key, or 0 when the key falls before the
+        link's successor (which is then its rendezvous). Only links between
+        us and the key qualify (never past it: every hop progresses); ties
+        go to the link nearer the key."""
+        me = self.me
+        span = (key - me) % RING_SIZE
+        gaps = self._gaps
+        best: Hashable = None
+        best_score = best_d = RING_SIZE
+        for i, ident in enumerate(self.idents):
+            ahead = (ident - me) % RING_SIZE
+            if ahead == 0 or ahead > span:
+                continue
+            d = span - ahead  # from the link to the key
+            score = d
+            g = gaps[i]  # type: ignore[index]
+            if g and d:
+                if g[0] >= d:
+                    score = 0  # the key is the link's successor's
+                else:
+                    score = d - g[bisect_right(g, d) - 1]
+            if score < best_score or (score == best_score and d < best_d):
+                best, best_score, best_d = self.addresses[i], score, d
+        if best is None:
+            return self._preceding(key)
+        return best
 
     def successor_of(self, key: int) -> Hashable:
         """The known node at or after key (cyclically): the likeliest

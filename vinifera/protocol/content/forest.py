@@ -279,7 +279,10 @@ class Forest:
         rv = False
         if copy.up:
             view = c.view()
-            hop = view.next_hop(copy.key)
+            if c.config.route_shortcuts:
+                hop = view.up_hop(copy.key, c.shortcuts)
+            else:
+                hop = view.next_hop(copy.key)
             bounce = False
             if hop is not MINE and hop == sender and view.idents:
                 # The sender thinks we are nearer the rendezvous, we think it

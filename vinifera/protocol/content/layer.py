@@ -66,9 +66,14 @@ class Content:
         self.counters = dict.fromkeys(COUNTERS, 0)
         self._view: RouteView | None = None
         self._view_links: Links | None = None
-        self._view_stamp: tuple[int, int] | None = None  # (our identifier, link moves)
+        # (our identifier, link moves, next hops' version)
+        self._view_stamp: tuple[int, int, int] | None = None
         self._view_sig: tuple | None = None
+        self._view_hops = 0  # the next hops' version the view was built with
         self.view_version = 0  # bumped when the routing view changes
+        # where up copies may jump besides our links (route_shortcuts), as of
+        # the last tick: (identifiers, addresses)
+        self.shortcuts: tuple[list[int], list[Hashable]] = ([], [])
         self.started: float | None = None
         self.ready = False  # own subscription installed (see install_min_delay)
         self._last_tick_version = -1
@@ -107,8 +112,11 @@ class Content:
     def view(self) -> RouteView:
         """Routing knowledge, rebuilt only when the links, their identifiers
         (a link that moved) or ours change."""
-        links = self.overlay.links
-        stamp = (self.overlay.profile.ident, self.overlay.link_moves)
+        overlay = self.overlay
+        links = overlay.links
+        lookahead = self.config.route_lookahead
+        hops_version = overlay.next_hops_version if lookahead else 0
+        stamp = (overlay.profile.ident, overlay.link_moves, hops_version)
         if self._view is not None and self._view_links is links and self._view_stamp == stamp:
             return self._view
         ident = stamp[0]
@@ -116,12 +124,18 @@ class Content:
         known = sorted((e.profile.ident, a) for a, e in by.items())
         sig = (ident, links.pred, links.succ, tuple(known))
         self._view_links, self._view_stamp = links, stamp
-        if sig != self._view_sig or self._view is None:
+        changed = sig != self._view_sig
+        if changed or self._view is None or (lookahead and self._view_hops != hops_version):
             pred = by[links.pred].profile.ident if links.pred is not None else None
             succ = (by[links.succ].profile.ident, links.succ) if links.succ is not None else None
-            self._view = RouteView(ident, pred, succ, known, self.config.rows_overshoot)
-            self._view_sig = sig
-            self.view_version += 1
+            hops = overlay.next_hops if lookahead else None
+            self._view = RouteView(ident, pred, succ, known, self.config.rows_overshoot, hops)
+            self._view_hops = hops_version
+            # rows route on our links alone: a change of our links' links
+            # makes a new view for up copies, not a re-route of the rows
+            if changed:
+                self._view_sig = sig
+                self.view_version += 1
         return self._view
 
     def install_attribute(self) -> str | None:
@@ -166,6 +180,8 @@ class Content:
     def tick(self, now: float) -> None:
         cfg = self.config
         forest = self.forest
+        if cfg.route_shortcuts:
+            self.shortcuts = self.overlay.shortcuts(now)
         forest.period_events = 0
         forest.forget_before(self.dedupe_horizon(now), now - cfg.catch_up * self.period)
         self.balancer.forget_before(now - cfg.balance_window * self.period)
