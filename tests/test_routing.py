@@ -11,13 +11,25 @@ from vinifera.ranges import IntervalSet
 from vinifera.ring import RING_MAX, RING_SIZE, in_arc
 
 
-def view_of(ring: list[int], me: int, links: list[int], overshoot: int = 0) -> RouteView:
+def view_of(
+    ring: list[int], me: int, links: list[int], overshoot: int = 0, links_of=None
+) -> RouteView:
+    """`links_of` (every node's long links): with it, the view routes rows
+    with look-ahead over the true links of its links."""
     ring = sorted(ring)
     i = ring.index(me)
     pred = ring[i - 1]
     succ = ring[(i + 1) % len(ring)]
     known = {(x, x) for x in links} | {(pred, pred), (succ, succ)}
-    return RouteView(me, pred, (succ, succ), known, overshoot)
+    if links_of is None:
+        return RouteView(me, pred, (succ, succ), known, overshoot)
+
+    def ring_links(y):
+        j = ring.index(y)
+        return {ring[j - 1], ring[(j + 1) % len(ring)]}
+
+    hops = {y: tuple(sorted(set(links_of[y]) | ring_links(y))) for y, _ in known}
+    return RouteView(me, pred, (succ, succ), known, overshoot, hops, rows_lookahead=True)
 
 
 def owner(ring: list[int], key: int) -> int:
@@ -93,10 +105,10 @@ def test_next_hop_single_key():
     assert v.next_hop(450) == 300  # closest preceding known node of 450 is the successor
 
 
-def route_everywhere(ring, links_of, ranges, overshoot=0):
+def route_everywhere(ring, links_of, ranges, overshoot=0, ahead=False):
     """Route `ranges` from ring[0] through the whole synthetic overlay;
     return {rendezvous: keys it ended with} and the max hop count."""
-    views = {x: view_of(ring, x, links_of[x], overshoot) for x in ring}
+    views = {x: view_of(ring, x, links_of[x], overshoot, links_of if ahead else None) for x in ring}
     ended: dict[int, IntervalSet] = {}
     frontier = [(ring[0], ranges, 0)]
     max_hops = 0
@@ -119,13 +131,15 @@ def route_everywhere(ring, links_of, ranges, overshoot=0):
     lo=st.integers(0, RING_MAX),
     width=st.integers(0, RING_MAX),
     overshoot=st.sampled_from([0, 1, 2, 16, 1000]),
+    ahead=st.booleans(),
 )
-def test_every_key_of_a_range_ends_at_its_true_rendezvous(n, seed, lo, width, overshoot):
+def test_every_key_of_a_range_ends_at_its_true_rendezvous(n, seed, lo, width, overshoot, ahead):
+    """With or without look-ahead over the links' links (rows_lookahead)."""
     rng = random.Random(seed)
     ring = sorted(set(rng.getrandbits(64) for _ in range(n)))
     links_of = {x: rng.sample(ring, min(3, len(ring))) for x in ring}
     hi = min(RING_MAX, lo + width)
-    ended, _ = route_everywhere(ring, links_of, IntervalSet.of(lo, hi), overshoot)
+    ended, _ = route_everywhere(ring, links_of, IntervalSet.of(lo, hi), overshoot, ahead)
     # the pieces partition the range ...
     total = IntervalSet()
     for node, keys in ended.items():

@@ -314,6 +314,25 @@ class ContentConfig:
     # CRT rows, so the subscribers below a pushed node get it from there
     # instead of waiting for the tree copy to come down to it.
     push_tree_work: bool = False
+    # Who pushes: "any" node the first time it handles an event; "up": the
+    # publisher and the nodes that handle an up copy (the route to the
+    # rendezvous), and others only as push_max_hops allows.
+    push_from: str = "any"
+    # Push (besides "up"'s route) only copies that have come fewer hops
+    # than this; None: any ("any"), none ("up").
+    push_max_hops: int | None = None
+    # Do not push to a link that is our parent in the event's tree (a next
+    # hop of our rows holding its key): the tree copy goes that way anyway.
+    push_skip_parent: bool = False
+    # Do not push to a link that is also a link of the node the copy came
+    # from (its links we know: OverlayConfig.share_links): that node pushed
+    # to its interested links itself.
+    push_skip_senders_links: bool = False
+    # The route's nodes (the publisher, up copies' receivers) push to every
+    # matching link, whatever push_fanout says of the others.
+    push_up_all: bool = False
+    # Up copies may jump to fresh candidates that have not answered us too.
+    shortcuts_unverified: bool = False
     # Congestion model: at most this many event messages handled per period
     # (None: unlimited); the excess is dropped and logged.
     capacity: int | None = None
@@ -323,6 +342,10 @@ class ContentConfig:
     # whose successor is the key's rendezvous; without a link's links, the
     # link itself. Never past the key, so routing still ends.
     route_lookahead: bool = False
+    # The rows of installation route by two-hop progress too: a range is cut
+    # also at our links' links (OverlayConfig.share_links), each part going
+    # to the link that reaches its point, so that trees are shallower.
+    rows_lookahead: bool = False
     # Up copies may also jump to a node we know but do not link to (one that
     # answered us lately: Overlay.shortcuts), when it lies nearer before the
     # key than any link (or look-ahead two-hop point) does.
@@ -379,6 +402,10 @@ class ContentConfig:
             raise ValueError("publish_hold must be >= 0")
         if self.push_fanout is not None and self.push_fanout < 1:
             raise ValueError("push_fanout must be >= 1 (or None for every matching link)")
+        if self.push_from not in ("any", "up"):
+            raise ValueError("push_from must be 'any' or 'up'")
+        if self.push_max_hops is not None and self.push_max_hops < 1:
+            raise ValueError("push_max_hops must be >= 1 (or None)")
         if self.capacity is not None and self.capacity < 1:
             raise ValueError("capacity must be >= 1")
         if self.balance_load not in ("uninterested", "all"):

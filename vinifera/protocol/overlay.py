@@ -501,7 +501,7 @@ class Overlay:
 
     # ----------------------------------------------------------------- misc
 
-    def shortcuts(self, now: float) -> tuple[list[int], list[Hashable]]:
+    def shortcuts(self, now: float, unverified: bool = False) -> tuple[list[int], list[Hashable]]:
         """The nodes we know that are not links but answered us lately and
         are fresh, as (identifiers, addresses) sorted by identifier: where an
         up copy may jump (ContentConfig.route_shortcuts). Bounded by the
@@ -511,7 +511,8 @@ class Overlay:
         verified = self.vetting.verified
         known = sorted(
             ((e.profile.ident, a) for e in self._pool
-             if (a := e.profile.address) not in links and e.heard >= stale and verified(a, now)),
+             if (a := e.profile.address) not in links and e.heard >= stale
+             and (unverified or verified(a, now))),
             key=lambda pair: pair[0],
         )  # fmt: skip
         return [i for i, _ in known], [a for _, a in known]

@@ -60,7 +60,7 @@ class RouteView:
 
     __slots__ = (
         "me", "pred", "succ", "succ_address", "idents", "addresses", "mine", "succ_arc",
-        "overshoot", "_segments", "_starts", "_gaps",
+        "overshoot", "_segments", "_starts", "_gaps", "_row_idents", "_row_addresses",
     )  # fmt: skip
 
     succ: int | None
@@ -74,9 +74,12 @@ class RouteView:
         known: Iterable[tuple[int, Hashable]],
         overshoot: int = 0,
         next_hops: dict[Hashable, tuple[int, ...]] | None = None,
+        rows_lookahead: bool = False,
     ) -> None:
         """`next_hops`: each link's own link identifiers where known (look-
-        ahead for next_hop); None routes on our links alone."""
+        ahead for next_hop); None routes on our links alone. `rows_lookahead`:
+        split also cuts ranges at those two-hop points, each part going to
+        the link that reaches its point."""
         self.me = me
         self.overshoot = overshoot  # split's F (module docstring); 0: clockwise
         self.pred = pred
@@ -105,6 +108,25 @@ class RouteView:
                 else None
                 for ident, addr in pairs
             ]
+        # the points split routes rows over: our links, and with rows_lookahead
+        # the links of our links not already among them (via the link nearest
+        # before each; a point of our own is not one)
+        self._row_idents, self._row_addresses = self.idents, self.addresses
+        if rows_lookahead and next_hops:
+            points = dict(pairs)
+            via: dict[int, tuple[int, Hashable]] = {}
+            for ident, addr in pairs:
+                for m in next_hops.get(addr, ()):
+                    if m == me or m in points:
+                        continue
+                    gap = (m - ident) % RING_SIZE
+                    if m not in via or gap < via[m][0]:
+                        via[m] = (gap, addr)
+            if via:
+                merged = sorted([*pairs, *((m, hop) for m, (_, hop) in via.items())],
+                                key=lambda p: p[0])  # fmt: skip
+                self._row_idents = [p[0] for p in merged]
+                self._row_addresses = [p[1] for p in merged]
 
     def is_mine(self, key: int) -> bool:
         return self.pred is None or in_arc(key, self.pred, self.me)
@@ -207,7 +229,7 @@ class RouteView:
             if to_succ:
                 out.setdefault(self.succ_address, []).extend(to_succ.intervals)
             rest = rest - self.succ_arc
-        if rest and not self.idents:
+        if rest and not self._row_idents:
             out.setdefault(MINE, []).extend(rest.intervals)
             rest = IntervalSet()
         if rest and self.overshoot:
@@ -221,8 +243,8 @@ class RouteView:
                     out.setdefault(hop, []).append((max(lo, start), min(hi, end)))
                     k += 1
         elif rest:
-            idents = self.idents
-            addresses = self.addresses
+            idents = self._row_idents
+            addresses = self._row_addresses
             for lo, hi in rest.intervals:
                 # Known nodes inside [lo, hi] cut it; each part goes to the known
                 # node at its start, the first part to the node preceding lo.
@@ -246,7 +268,7 @@ class RouteView:
         segments = self._segments
         if segments is not None:
             return segments
-        idents, addresses = self.idents, self.addresses
+        idents, addresses = self._row_idents, self._row_addresses
         n = len(idents)
         factor = self.overshoot
         raw: list[tuple[int, int, Hashable]] = []

@@ -172,7 +172,7 @@ class Forest:
             sent.update(targets)
             if rv:
                 self._at_rendezvous(now, copy, interested)
-        self._push(now, eid, event, 0, sent, bool(sent))
+        self._push(now, eid, event, 0, sent, bool(sent), True)
 
     # ----------------------------------------------------------------- tree copies
 
@@ -215,7 +215,8 @@ class Forest:
             if rv:
                 self._at_rendezvous(now, copy, interested)
             fwd = len(targets)
-            fwd += self._push(now, copy.eid, copy.event, copy.hops, {sender, *targets}, fwd > 0)
+            fwd += self._push(now, copy.eid, copy.event, copy.hops, {sender, *targets}, fwd > 0,
+                              copy.up, sender)  # fmt: skip
         self._received(now, copy, copy.attr, interested, fwd, dup, rv, had)
 
     def _at_rendezvous(self, now: float, copy: Copy, interested: bool) -> None:
@@ -375,12 +376,13 @@ class Forest:
                         targets, _ = self._handle(now, copy, sender, state)
                         sent.update(targets)
                 fwd = len(sent) - 1
-            fwd += self._push(now, msg.eid, msg.event, msg.hops, sent, fwd > 0)
+            fwd += self._push(now, msg.eid, msg.event, msg.hops, sent, fwd > 0, False, sender)
         self._received(now, msg, None, interested, fwd, fwd == 0, False, had)
 
     def _push(
-        self, now: float, eid: int, event: Event, hops: int, skip: set, forwarding: bool
-    ) -> int:
+        self, now: float, eid: int, event: Event, hops: int, skip: set, forwarding: bool,
+        up: bool, sender: Hashable = None,
+    ) -> int:  # fmt: skip
         """Subscription awareness (ContentConfig.push): the first time this
         node handles an event, it sends it straight to the links whose
         subscription (from their profile) matches, except those that already
@@ -393,6 +395,12 @@ class Forest:
         cfg = c.config
         if not cfg.push:
             return 0
+        limit = cfg.push_max_hops
+        if not (up and cfg.push_from == "up"):
+            if cfg.push_from == "up" and limit is None:
+                return 0
+            if limit is not None and hops >= limit:
+                return 0
         sid = (eid, PUSHED)
         if sid in self.seen:
             return 0
@@ -406,6 +414,14 @@ class Forest:
             return 0
         self.seen.set(now, sid, DOWN_DONE)
         values = event.values
+        if cfg.push_skip_parent:
+            skip = skip | self._parents(event)
+        if cfg.push_skip_senders_links and sender is not None:
+            theirs = c.overlay.next_hops.get(sender)
+            if theirs:
+                skip = skip | {
+                    a for a, e in c.overlay.links.by_address.items() if e.profile.ident in theirs
+                }
         targets = [
             addr
             for addr, entry in c.overlay.links.by_address.items()
@@ -413,7 +429,7 @@ class Forest:
             and (sub := entry.profile.subscription) is not None
             and satisfies(sub.constraints, values)
         ]
-        fanout = cfg.push_fanout
+        fanout = None if up and cfg.push_up_all else cfg.push_fanout
         if fanout is not None and len(targets) > fanout:
             targets = sample(c.rng, targets, fanout)
         if targets:
@@ -422,6 +438,16 @@ class Forest:
                 c.out.append(Send(addr, push))
         c.counters["events_pushed"] += len(targets)
         return len(targets)
+
+    def _parents(self, event: Event) -> set:
+        """Our parents in the event's trees: the next hops of our rows that
+        hold one of its keys."""
+        keys = self.content.event_keys(event)
+        return {
+            hop
+            for (attr, hop), row in self.content.installation.sent.items()
+            if any(a == attr and f.keys.contains(k) for a, k in keys for f in row.filters)
+        }
 
     # ----------------------------------------------------------------- churn
 

@@ -114,7 +114,7 @@ class Content:
         (a link that moved) or ours change."""
         overlay = self.overlay
         links = overlay.links
-        lookahead = self.config.route_lookahead
+        lookahead = self.config.route_lookahead or self.config.rows_lookahead
         hops_version = overlay.next_hops_version if lookahead else 0
         stamp = (overlay.profile.ident, overlay.link_moves, hops_version)
         if self._view is not None and self._view_links is links and self._view_stamp == stamp:
@@ -122,14 +122,17 @@ class Content:
         ident = stamp[0]
         by = links.by_address
         known = sorted((e.profile.ident, a) for a, e in by.items())
-        sig = (ident, links.pred, links.succ, tuple(known))
+        # rows route on the look-ahead table too only with rows_lookahead
+        sig = (ident, links.pred, links.succ, tuple(known),
+               hops_version if self.config.rows_lookahead else 0)  # fmt: skip
         self._view_links, self._view_stamp = links, stamp
         changed = sig != self._view_sig
         if changed or self._view is None or (lookahead and self._view_hops != hops_version):
             pred = by[links.pred].profile.ident if links.pred is not None else None
             succ = (by[links.succ].profile.ident, links.succ) if links.succ is not None else None
             hops = overlay.next_hops if lookahead else None
-            self._view = RouteView(ident, pred, succ, known, self.config.rows_overshoot, hops)
+            self._view = RouteView(ident, pred, succ, known, self.config.rows_overshoot, hops,
+                                   self.config.rows_lookahead)  # fmt: skip
             self._view_hops = hops_version
             # rows route on our links alone: a change of our links' links
             # makes a new view for up copies, not a re-route of the rows
@@ -181,7 +184,7 @@ class Content:
         cfg = self.config
         forest = self.forest
         if cfg.route_shortcuts:
-            self.shortcuts = self.overlay.shortcuts(now)
+            self.shortcuts = self.overlay.shortcuts(now, cfg.shortcuts_unverified)
         forest.period_events = 0
         forest.forget_before(self.dedupe_horizon(now), now - cfg.catch_up * self.period)
         self.balancer.forget_before(now - cfg.balance_window * self.period)
