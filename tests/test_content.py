@@ -7,7 +7,9 @@ import pytest
 
 from vinifera.protocol.actions import Deliver, Send
 from vinifera.protocol.config import BASELINE_CONTENT, ContentConfig, OverlayConfig
+from vinifera.protocol.content.filters import Filter
 from vinifera.protocol.node import Node
+from vinifera.ranges import IntervalSet
 from vinifera.schema import Schema
 from vinifera.subscription import Event, Subscription
 
@@ -642,6 +644,51 @@ def test_a_relay_pushes_an_unwanted_event_to_its_interested_links_and_the_baseli
         assert _pushes(out) == expected
 
 
+def test_only_young_copies_and_the_route_push_and_new_links_get_pushes_anyway():
+    """push_from "up", push_max_hops 3: a push that has come 3 hops is not
+    pushed on, one that has come 2 is (to every matching link); an up copy
+    is pushed on however far it has come. With push_new_links, a link that
+    became one lately gets it all the same."""
+    from vinifera.protocol import messages as msgs
+
+    content = ContentConfig(balancing=False, publish_hold=0.0)
+    event = Event.build(SCHEMA, {"a0": 150.0, "a1": 1.0})  # links 1 and 4 want it
+    node, others = _pusher(content)
+    assert _pushes(node.receive(0.5, msgs.EventPush(others[3].profile, 1, event, 2))) == [
+        (1, 3), (4, 3)]  # fmt: skip
+    assert _pushes(node.receive(0.5, msgs.EventPush(others[3].profile, 2, event, 3))) == []
+    key = node.profile.ident  # ours: the up copy ends here, and is pushed on
+    up = msgs.EventMessage(others[3].profile, 3, event, "a0", key, 9, True)
+    assert _pushes(node.receive(0.5, up)) == [(1, 10), (4, 10)]
+    # new links: link 4 became one at 0.5, link 1 long before
+    node, others = _pusher(ContentConfig(balancing=False, push_new_links=2.0))
+    node.overlay.link_since.update({1: -10.0, 4: 0.5})
+    assert _pushes(node.receive(1.0, msgs.EventPush(others[3].profile, 4, event, 5))) == [(4, 6)]
+    assert _pushes(node.receive(3.0, msgs.EventPush(others[3].profile, 5, event, 5))) == []
+
+
+def test_a_pushed_node_sends_the_event_down_its_rows_at_once():
+    """push_tree_work: the receiver of a push does the tree's down work then,
+    and a tree copy that comes later finds nothing left to do."""
+    from vinifera.protocol import messages as msgs
+
+    for tree_work in (True, False):
+        node, others = _pusher(ContentConfig(balancing=False, push_tree_work=tree_work))
+        event = Event.build(SCHEMA, {"a0": 150.0, "a1": 1.0})
+        key = event.keys()["a0"]
+        row = (Filter(IntervalSet.of(key - 5, key + 5), (), 1),)
+        node.receive(0.1, msgs.Install(others[3].profile, "a0", row, True, 0.1))
+        out = node.receive(0.5, msgs.EventPush(others[2].profile, 7, event, 1))
+        down = [a.dest for a in out if isinstance(a, Send)
+                and isinstance(a.message, msgs.EventMessage) and not a.message.up]  # fmt: skip
+        assert down == ([3] if tree_work else [])
+        later = node.receive(0.9, msgs.EventMessage(others[1].profile, 7, event, "a0", key, 4,
+                                                    False))  # fmt: skip
+        again = [a.dest for a in later if isinstance(a, Send)
+                 and isinstance(a.message, msgs.EventMessage)]  # fmt: skip
+        assert again == ([] if tree_work else [3])
+
+
 def test_pushes_only_shorten_deliveries_and_never_duplicate_them():
     """Same overlay, same event, push on and off: the same subscribers get
     it exactly once, none later (in hops) with push, some sooner."""
@@ -731,7 +778,9 @@ def test_a_shedding_node_still_pushes_an_event_it_forwards_in_the_tree_anyway():
 def test_a_shedding_node_still_pushes_an_event_that_has_come_far():
     from vinifera.protocol import messages as msgs
 
-    _, shed_before, node = _shed_run(ContentConfig(shed_max_hops=16), 0.0)
+    # (every node pushes, however far an event has come: push_from "any")
+    content = ContentConfig(shed_max_hops=16, push_from="any", push_max_hops=None)
+    _, shed_before, node = _shed_run(content, 0.0)
     assert node.content.shedding(0.5) and shed_before > 0
     event = Event.build(SCHEMA, {"a0": 150.0, "a1": 1.0})
     sender = node.overlay.links.by_address[4].profile

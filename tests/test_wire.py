@@ -73,8 +73,8 @@ def sample_messages() -> list[m.Message]:
         m.JoinReply(p, *gossip),
         m.Shuffle(p, *gossip),
         m.ShuffleReply(p, (), ()),
-        m.TmanRequest(p, *gossip),
-        m.TmanReply(p, *gossip),
+        m.TmanRequest(p, *gossip, (1,)),
+        m.TmanReply(p, *gossip, ()),
         m.Ping(p),
         m.Pong(p),
         m.Leave(p),
@@ -103,6 +103,18 @@ def test_every_kind_round_trips(msg, key):
     back = Decoder(SCHEMA, key).decode_untrusted(data)
     assert type(back) is type(msg)
     assert fields(back) == fields(msg)
+
+
+def test_a_truncated_t_man_sample_keeps_the_marks_of_the_links_it_keeps():
+    from vinifera.wire.encode import encode_bodies, frame
+    from vinifera.wire.frames import MAX_GOSSIP_ENTRIES, NO_HEADER
+
+    n = MAX_GOSSIP_ENTRIES + 6
+    entries = tuple(prof(7001 + i) for i in range(n))
+    msg = m.TmanRequest(prof(), entries, (1.0,) * n, (2, n - 1))
+    (body,) = encode_bodies(msg)
+    back = Decoder(SCHEMA).decode_untrusted(frame(body, NO_HEADER))
+    assert len(back.profiles) == MAX_GOSSIP_ENTRIES and back.links == (2,)
 
 
 def test_a_keyed_swarm_refuses_unkeyed_and_wrongly_keyed_datagrams():
@@ -187,6 +199,13 @@ BAD = {
     "infinite age": (framed(3, GOOD_PROFILE, [[GOOD_PROFILE, math.inf]]), "field"),
     "negative age": (framed(3, GOOD_PROFILE, [[GOOD_PROFILE, -1.0]]), "field"),
     "too many entries": (framed(3, GOOD_PROFILE, [[GOOD_PROFILE, 0.0]] * 65), "field"),
+    "T-Man without its links": (framed(5, GOOD_PROFILE, [[GOOD_PROFILE, 0.0]]), "field"),
+    "T-Man link past its entries": (framed(5, GOOD_PROFILE, [[GOOD_PROFILE, 0.0]], [1]), "field"),
+    "T-Man negative link": (framed(6, GOOD_PROFILE, [[GOOD_PROFILE, 0.0]], [-1]), "field"),
+    "T-Man more links than entries": (
+        framed(5, GOOD_PROFILE, [[GOOD_PROFILE, 0.0]], [0, 0]),
+        "field",
+    ),
     "event without its attribute": (
         framed(13, GOOD_PROFILE, 1, [["temp", 1.0]], "city", 5, 0, True),
         "field",
@@ -365,7 +384,12 @@ messages = st.one_of(
     st.builds(m.Leave, profiles),
     st.builds(lambda p, g, k=m.JoinReply: k(p, *g), profiles, gossip),
     st.builds(lambda p, g, k=m.Shuffle: k(p, *g), profiles, gossip),
-    st.builds(lambda p, g, k=m.TmanRequest: k(p, *g), profiles, gossip),
+    st.builds(
+        lambda p, g, d, k=m.TmanRequest: k(p, *g, tuple(sorted({i % len(g[0]) for i in d}))),
+        profiles,
+        gossip.filter(lambda g: g[0]),
+        st.lists(st.integers(0, 63), max_size=10),
+    ),  # fmt: skip
     st.builds(lambda p, g, k=m.TmanReply: k(p, *g), profiles, gossip),
     st.builds(m.Install, profiles, attrs, row_filters),
     st.builds(

@@ -119,12 +119,6 @@ class OverlayConfig:
     # (the fakes above took 15 of 20 entries).
     gossip_per_source: int = 4
 
-    # T-Man messages say which of their entries are the sender's own routing
-    # links, and a node keeps the link identifiers of each of its links: its
-    # neighbours' neighbours, for look-ahead routing (ContentConfig.
-    # route_lookahead; Manku, Naor, Wieder, "Know thy neighbor's neighbor").
-    share_links: bool = False
-
     def __post_init__(self) -> None:
         if self.period <= 0:
             raise ValueError("period must be positive")
@@ -296,60 +290,71 @@ class ContentConfig:
     # then wait the same way: a node back at once under its old address
     # gets them from neighbours that still know its old self.
     publish_hold: float = 5.0
-    # Subscription awareness in delivery: the first time a node handles an
-    # event it sends it straight to every link whose subscription (known
-    # from its profile) matches, and each receiver does the same once. The
-    # tree still delivers to everyone; pushes arrive sooner, because
-    # friends and ring neighbours of a subscriber mostly want what it wants.
-    # The baseline has no subscription awareness.
+    # Subscription awareness in delivery: a node that handles an event sends
+    # it straight to its links whose subscription (known from their
+    # profile) matches (`EventPush`), besides the tree copies, once per
+    # event; the tree still delivers to everyone, so pushes only make a
+    # delivery earlier. The baseline has no subscription awareness.
     push: bool = True
     # ... to at most this many of the matching links (None: all), drawn at
-    # random. Every interested node pushes once, so an event costs about
-    # fanout pushes per interested node: at 300 nodes (skewed), pushing to
-    # all matching links cost 5.8x the event messages of no push for a path
-    # of 4.3 hops (6.5 without); 3 links, 3.4x for 4.6 hops; 1, 1.9x for 5.9.
-    push_fanout: int | None = 3
+    # random. None: who pushes is bounded by push_from and push_max_hops,
+    # and every matching link of a pushing node gets the event at once.
+    push_fanout: int | None = None
     # A push also does the tree's work at its receiver: the first copy of an
     # event to reach a node, pushed or not, sends it down the node's matching
     # CRT rows, so the subscribers below a pushed node get it from there
     # instead of waiting for the tree copy to come down to it.
-    push_tree_work: bool = False
+    push_tree_work: bool = True
     # Who pushes: "any" node the first time it handles an event; "up": the
     # publisher and the nodes that handle an up copy (the route to the
-    # rendezvous), and others only as push_max_hops allows.
-    push_from: str = "any"
+    # rendezvous), and others only as push_max_hops allows. With "up" and 3,
+    # N = 1,000, skewed, seed 1: cost 1.61 and path 4.75 against "any" with
+    # fanout 3: 3.87 and 6.62 (docs/decisions/delivery-efficiency.md).
+    push_from: str = "up"
     # Push (besides "up"'s route) only copies that have come fewer hops
     # than this; None: any ("any"), none ("up").
-    push_max_hops: int | None = None
-    # Do not push to a link that is our parent in the event's tree (a next
-    # hop of our rows holding its key): the tree copy goes that way anyway.
-    push_skip_parent: bool = False
+    push_max_hops: int | None = 3
+    # Whatever push_from and push_max_hops say, a node that handles an event
+    # pushes it to matching links that became links less than this many
+    # periods ago (0: no): a newcomer's subscription is not in the tree for
+    # its first periods, and its links know it from its first messages.
+    push_new_links: float = 0.0
     # Do not push to a link that is also a link of the node the copy came
-    # from (its links we know: OverlayConfig.share_links): that node pushed
-    # to its interested links itself.
-    push_skip_senders_links: bool = False
-    # The route's nodes (the publisher, up copies' receivers) push to every
-    # matching link, whatever push_fanout says of the others.
-    push_up_all: bool = False
-    # Up copies may jump to fresh candidates that have not answered us too.
-    shortcuts_unverified: bool = False
+    # from (its links we know with look-ahead): that node pushed to its
+    # matching links itself.
+    push_skip_senders_links: bool = True
     # Congestion model: at most this many event messages handled per period
     # (None: unlimited); the excess is dropped and logged.
     capacity: int | None = None
+    # Priorities under congestion: a push (an extra, never the only way an
+    # event reaches a subscriber) is dropped once this share of `capacity`
+    # is used in the period, so that tree copies keep the rest (None: every
+    # copy counts alike).
+    capacity_push_share: float | None = None
     # Up copies choose their next hop by two-hop progress: the link through
-    # which some link of that link (what T-Man exchanges told us, with
-    # OverlayConfig.share_links) lies nearest before the key, or the link
+    # which some link of that link lies nearest before the key, or the link
     # whose successor is the key's rendezvous; without a link's links, the
     # link itself. Never past the key, so routing still ends.
-    route_lookahead: bool = False
+    route_lookahead: bool = True
     # The rows of installation route by two-hop progress too: a range is cut
-    # also at our links' links (OverlayConfig.share_links), each part going
-    # to the link that reaches its point, so that trees are shallower.
+    # also at our links' links, each part going to the link that reaches its
+    # point, so that trees are shallower. Off: skewed path 5.01 against
+    # 5.24 (seed 1), but 2.4x the Installs and 1.6x the CPU under the Skype
+    # trace's churn (docs/decisions/delivery-efficiency.md).
     rows_lookahead: bool = False
-    # Up copies may also jump to a node we know but do not link to (one that
-    # answered us lately: Overlay.shortcuts), when it lies nearer before the
-    # key than any link (or look-ahead two-hop point) does.
-    route_shortcuts: bool = False
+    # Up copies may also jump to a node we know but do not link to
+    # (Overlay.shortcuts), when it lies nearer before the key than any link
+    # (or look-ahead two-hop point) does ...
+    route_shortcuts: bool = True
+    # ... also to one that has not answered us yet (fresh gossip): an up
+    # copy to a node that is not there is retried around it at the next
+    # tick (event_retry). N = 1,000: route 6.0 -> 5.5 hops.
+    shortcuts_unverified: bool = True
+    # An up copy at a node that does not want the event goes straight to a
+    # node we know (link or shortcut) that wants it and lies between us and
+    # the key, the one nearest the key: it enters the subscribers' cluster
+    # at once, and there the route's pushes start.
+    route_to_interest: bool = True
     # Karger-Ruhl identifier balancing.
     balancing: bool = True
     # What counts as rendezvous load: "uninterested" (events we are the
@@ -404,8 +409,12 @@ class ContentConfig:
             raise ValueError("push_fanout must be >= 1 (or None for every matching link)")
         if self.push_from not in ("any", "up"):
             raise ValueError("push_from must be 'any' or 'up'")
+        if self.push_new_links < 0:
+            raise ValueError("push_new_links must be >= 0")
         if self.push_max_hops is not None and self.push_max_hops < 1:
             raise ValueError("push_max_hops must be >= 1 (or None)")
+        if self.capacity_push_share is not None and not 0 < self.capacity_push_share <= 1:
+            raise ValueError("capacity_push_share must be in (0, 1] (or None)")
         if self.capacity is not None and self.capacity < 1:
             raise ValueError("capacity must be >= 1")
         if self.balance_load not in ("uninterested", "all"):
@@ -428,6 +437,10 @@ BASELINE_CONTENT = ContentConfig(
     balancing=False,
     push=False,
     rows_overshoot=0,
+    route_lookahead=False,
+    rows_lookahead=False,
+    route_shortcuts=False,
+    route_to_interest=False,
 )
 
 # The baseline: 2 ring + 8 small-world links, no friends.

@@ -63,7 +63,7 @@ class TmanRequest(WithEntries):
     """T-Man: the sender's routing table (and some of its view) to merge.
     `links`: the positions in `profiles` of the sender's own routing links,
     so that the receiver knows its neighbour's neighbours (look-ahead
-    routing, OverlayConfig.share_links); empty when not shared."""
+    routing, ContentConfig.route_lookahead); empty when not shared."""
 
     __slots__ = ("links",)
     kind = "tman"

@@ -50,7 +50,8 @@ class Node:
                 ident = subscription_identifier(subscription, subscription.attributes[0], rng)
             else:
                 ident = rng.getrandbits(RING_BITS)
-        self.overlay = Overlay(Profile(address, ident, subscription), config, rng, self.out)
+        share = content.route_lookahead or content.rows_lookahead
+        self.overlay = Overlay(Profile(address, ident, subscription), config, rng, self.out, share)
         # The content layer draws from its own stream, so its choices (event
         # ids, push targets, shedding) never consume the overlay's draws.
         content_rng = random.Random(rng.getrandbits(64))

@@ -58,8 +58,14 @@ class Overlay:
         config: OverlayConfig,
         rng: random.Random,
         out: list,
+        share_links: bool = False,
     ) -> None:
+        """`share_links`: our T-Man messages name our own routing links, and
+        we keep our links' links (`next_hops`): what look-ahead routing
+        needs (ContentConfig.route_lookahead; Manku, Naor, Wieder, "Know
+        thy neighbor's neighbor")."""
         self.profile = profile
+        self.share_links = share_links
         self.config = config
         self.rng = rng
         self.out = out
@@ -108,9 +114,11 @@ class Overlay:
         self.counters = {"suspected": 0, "joins_sent": 0, "ring_link_moved": 0}
         self.joining = Joining(config, rng, out, self.counters)
         # Our links' own link identifiers, sorted, from their T-Man messages
-        # (config.share_links): kept for current links only (_forget_hops)
+        # (share_links): kept for current links only (_forget_hops)
         self.next_hops: dict[Hashable, tuple[int, ...]] = {}
         self.next_hops_version = 0  # bumped when next_hops changes
+        # When each current link became one (pushes to new links)
+        self.link_since: dict[Hashable, float] = {}
         # Called with (now, address) when a neighbour leaves or is suspected,
         # so that upper layers forget what they hold for it.
         self.peer_gone: Callable[[float, Hashable], None] | None = None
@@ -249,7 +257,7 @@ class Overlay:
 
     def _link_marks(self, profiles: tuple[Profile, ...]) -> tuple[int, ...]:
         """The positions of our own routing links among `profiles`."""
-        if not self.config.share_links:
+        if not self.share_links:
             return ()
         links = self.links.by_address
         return tuple(i for i, p in enumerate(profiles) if p.address in links)
@@ -257,7 +265,7 @@ class Overlay:
     def _note_next_hops(self, msg: m.TmanRequest) -> None:
         """A link's T-Man message names its links: keep their identifiers."""
         addr = msg.profile.address
-        if not msg.links or addr not in self.links.by_address:
+        if not msg.links or not self.share_links or addr not in self.links.by_address:
             return
         profiles = msg.profiles
         hops = tuple(sorted({profiles[i].ident for i in msg.links if 0 <= i < len(profiles)}))
@@ -378,6 +386,13 @@ class Overlay:
         self._chosen_for = (self.profile, self.primary.current)
         self.ring_backups = backups
         old_shape = self.links.shape()
+        since = self.link_since
+        for addr in links.by_address:
+            if addr not in since:
+                since[addr] = now
+        if len(since) > len(links.by_address):
+            for addr in [a for a in since if a not in links.by_address]:
+                del since[addr]
         self.links = links
         shape = links.shape()
         changed = shape != old_shape
@@ -502,20 +517,27 @@ class Overlay:
     # ----------------------------------------------------------------- misc
 
     def shortcuts(self, now: float, unverified: bool = False) -> tuple[list[int], list[Hashable]]:
-        """The nodes we know that are not links but answered us lately and
-        are fresh, as (identifiers, addresses) sorted by identifier: where an
-        up copy may jump (ContentConfig.route_shortcuts). Bounded by the
-        candidate pool."""
+        """The nodes we know that are not links but answered us lately (or
+        any, `unverified`) and are fresh, as (identifiers, addresses) sorted
+        by identifier: where an up copy may jump (ContentConfig.
+        route_shortcuts). Bounded by the candidate pool."""
+        known = sorted(
+            ((e.profile.ident, e.profile.address) for e in self.known_fresh(now, unverified)),
+            key=lambda pair: pair[0],
+        )
+        return [i for i, _ in known], [a for _, a in known]
+
+    def known_fresh(self, now: float, unverified: bool = False) -> list[Entry]:
+        """The candidates of the last reselection that are not links, fresh,
+        and answered us lately (or any, `unverified`)."""
         links = self.links.by_address
         stale = now - self.durations.stale_after
         verified = self.vetting.verified
-        known = sorted(
-            ((e.profile.ident, a) for e in self._pool
-             if (a := e.profile.address) not in links and e.heard >= stale
-             and (unverified or verified(a, now))),
-            key=lambda pair: pair[0],
-        )  # fmt: skip
-        return [i for i, _ in known], [a for _, a in known]
+        return [
+            e for e in self._pool
+            if (a := e.profile.address) not in links and e.heard >= stale
+            and (unverified or verified(a, now))
+        ]  # fmt: skip
 
     def link_addresses(self) -> list[Hashable]:
         return list(self.links.by_address)

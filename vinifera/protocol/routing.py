@@ -61,6 +61,7 @@ class RouteView:
     __slots__ = (
         "me", "pred", "succ", "succ_address", "idents", "addresses", "mine", "succ_arc",
         "overshoot", "_segments", "_starts", "_gaps", "_row_idents", "_row_addresses",
+        "_direct",
     )  # fmt: skip
 
     succ: int | None
@@ -112,6 +113,7 @@ class RouteView:
         # the links of our links not already among them (via the link nearest
         # before each; a point of our own is not one)
         self._row_idents, self._row_addresses = self.idents, self.addresses
+        self._direct: RouteView | None = None  # split_direct's view, with two-hop points
         if rows_lookahead and next_hops:
             points = dict(pairs)
             via: dict[int, tuple[int, Hashable]] = {}
@@ -127,6 +129,7 @@ class RouteView:
                                 key=lambda p: p[0])  # fmt: skip
                 self._row_idents = [p[0] for p in merged]
                 self._row_addresses = [p[1] for p in merged]
+                self._direct = RouteView(me, pred, succ, pairs, overshoot)
 
     def is_mine(self, key: int) -> bool:
         return self.pred is None or in_arc(key, self.pred, self.me)
@@ -259,6 +262,18 @@ class RouteView:
                     j += 1
                 out.setdefault(addresses[i], []).append((start, hi))
         return {hop: IntervalSet.from_intervals(parts) for hop, parts in out.items()}
+
+    @property
+    def has_two_hop_points(self) -> bool:
+        return self._direct is not None
+
+    def split_direct(self, ranges: IntervalSet) -> dict[Hashable, IntervalSet]:
+        """split over our links alone (the same as split without two-hop
+        points): where a part that split would send back to the node it
+        came from goes instead, as plain greedy routing would send it."""
+        if self._direct is None:
+            return self.split(ranges)
+        return self._direct.split(ranges)
 
     def _weighted_segments(self) -> list[tuple[int, int, Hashable]]:
         """The ring cut into (first key, last key, their next hop), sorted:

@@ -24,8 +24,10 @@ def fields(cls: type) -> list[str]:
     slots = [s for k in reversed(cls.__mro__) for s in getattr(k, "__slots__", ())]
     if slots:
         return slots
-    own = [a for a in dict.fromkeys(cls.__mypyc_attrs__) if a not in ("kind", "profile")]
-    return ["profile", *own]
+    own: list[str] = []
+    for k in reversed(cls.__mro__):  # base first, as the constructors take them
+        own.extend(a for a in getattr(k, "__mypyc_attrs__", ()) if a not in own)
+    return ["profile", *(a for a in own if a not in ("kind", "profile"))]
 
 
 def _message_classes() -> list[type]:

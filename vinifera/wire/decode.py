@@ -23,7 +23,6 @@ from vinifera.wire.encode import _pack
 from vinifera.wire.frames import (
     DIGEST_MAX,
     EID_LIMIT,
-    GOSSIP_KINDS,
     KIND_CHALLENGE,
     KIND_HELLO,
     KINDS,
@@ -209,12 +208,17 @@ class _Reader:
 
     def gossip(self, fields, cls):
         (raw,) = fields
+        profiles, ages = self.entries(raw)
+        return lambda prof: cls(prof, profiles, ages)
+
+    def entries(self, raw) -> tuple[tuple, tuple]:
+        """A gossip sample: (profiles, ages)."""
         profiles, ages = [], []
         for pair in _array(raw, MAX_GOSSIP_ENTRIES, "entries"):
             p, age = _array(pair, 2, "entry", exact=2)
             profiles.append(self.profile(p))
             ages.append(_float(age, 0.0, MAX_AGE, "age"))
-        return lambda prof: cls(prof, tuple(profiles), tuple(ages))
+        return tuple(profiles), tuple(ages)
 
 
 def _header(x) -> Header:
@@ -358,12 +362,27 @@ def _read_gossip(cls):
     return read
 
 
+def _read_tman(cls):
+    """A T-Man message: its sample, then the positions of the sender's own
+    links in it (each once at most, so never more than the sample)."""
+
+    def read(r: _Reader, f: tuple):
+        raw, marks = _arity(2)(f)
+        profiles, ages = r.entries(raw)
+        n = len(profiles)
+        links = tuple(_int(i, 0, n - 1, "link position") for i in _array(marks, n, "links"))
+        return lambda prof: cls(prof, profiles, ages, links)
+
+    return read
+
+
 _READERS: dict[int, Callable] = {
     KINDS[m.Join]: _read_bare(m.Join),
     KINDS[m.Ping]: _read_bare(m.Ping),
     KINDS[m.Pong]: _read_bare(m.Pong),
     KINDS[m.Leave]: _read_bare(m.Leave),
-    **{KINDS[c]: _read_gossip(c) for c in GOSSIP_KINDS},
+    **{KINDS[c]: _read_gossip(c) for c in (m.JoinReply, m.Shuffle, m.ShuffleReply)},
+    **{KINDS[c]: _read_tman(c) for c in (m.TmanRequest, m.TmanReply)},
     KINDS[m.Install]: _read_install,
     KINDS[m.Refresh]: _read_refresh,
     KINDS[m.Withdraw]: _read_withdraw,

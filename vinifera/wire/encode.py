@@ -52,11 +52,25 @@ def _gossip_out(msg) -> list:
     return [[[_profile(p), float(age)] for p, age in zip(msg.profiles, msg.ages, strict=True)]]
 
 
+def _tman_out(msg: m.TmanRequest) -> list:
+    return [*_gossip_out(msg), list(msg.links)]
+
+
+def _truncated(msg, n: int):
+    """A gossip message with its first n entries (a T-Man message keeps the
+    marks of the links among them)."""
+    t = type(msg)
+    if isinstance(msg, m.TmanRequest):
+        links = tuple(i for i in msg.links if i < n)
+        return t(msg.profile, msg.profiles[:n], msg.ages[:n], links)
+    return t(msg.profile, msg.profiles[:n], msg.ages[:n])
+
+
 # Each kind's fields after [version, kind, profile], beside _READERS below.
 _WRITERS: dict[type, Callable[[m.Message], list]] = {
     **{cls: (lambda msg: []) for cls in (m.Join, m.Ping, m.Pong, m.Leave)},
-    **{cls: _gossip_out for cls in (m.JoinReply, m.Shuffle, m.ShuffleReply, m.TmanRequest,
-                                    m.TmanReply)},
+    **{cls: _gossip_out for cls in (m.JoinReply, m.Shuffle, m.ShuffleReply)},
+    **{cls: _tman_out for cls in (m.TmanRequest, m.TmanReply)},
     m.Install: lambda msg: [msg.attr, [_filter_out(f) for f in msg.filters], msg.fresh,
                             float(msg.sent)],
     m.Refresh: lambda msg: [[[a, d] for a, d in msg.digests]],
@@ -127,13 +141,12 @@ def encode_bodies(msg: m.Message) -> list[Body]:
     ContentConfig.max_filters_per_row and max_intervals)."""
     t = type(msg)
     if t in GOSSIP_KINDS and len(msg.profiles) > MAX_GOSSIP_ENTRIES:
-        msg = t(msg.profile, msg.profiles[:MAX_GOSSIP_ENTRIES], msg.ages[:MAX_GOSSIP_ENTRIES])
+        msg = _truncated(msg, MAX_GOSSIP_ENTRIES)
     b = body(msg)
     if len(b.data) + HEADER_ROOM <= MAX_DATAGRAM:
         return [b]
     if t in GOSSIP_KINDS and len(msg.profiles) > 1:
-        half = len(msg.profiles) // 2
-        return encode_bodies(t(msg.profile, msg.profiles[:half], msg.ages[:half]))
+        return encode_bodies(_truncated(msg, len(msg.profiles) // 2))
     raise OversizeError(f"{t.__name__} does not fit in one datagram")
 
 

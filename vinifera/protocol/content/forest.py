@@ -26,7 +26,7 @@ from vinifera.protocol.content.crt import Row
 from vinifera.protocol.content.memory import ExpiringMap
 from vinifera.protocol.records import record
 from vinifera.protocol.routing import MINE
-from vinifera.ring import in_arc
+from vinifera.ring import RING_SIZE, in_arc
 from vinifera.subscription import Event
 
 if TYPE_CHECKING:  # (a cycle: the layer holds its parts)
@@ -34,8 +34,10 @@ if TYPE_CHECKING:  # (a cycle: the layer holds its parts)
 
 # (eid, attr) handling state: what this node has already done for a copy.
 DOWN_DONE, UP_DONE = 1, 2
-# seen's key for "this node has pushed the event": (eid, PUSHED)
+# seen's key for "this node has pushed the event": (eid, PUSHED); and for
+# "... to its new links only" (ContentConfig.push_new_links): (eid, NEW_PUSHED)
 PUSHED = None
+NEW_PUSHED = ""
 # Held for the ring at once (our events and up copies), at most, before an
 # up copy from a peer is held: a cap on what peers can make a ringless node
 # keep. Past it a copy is handled as it comes, as it was before the hold.
@@ -168,7 +170,7 @@ class Forest:
         sent: set[Hashable] = set()
         for attr, key in c.event_keys(event):
             copy = Copy(eid, event, attr, key, 0, True)
-            targets, rv = self._handle(now, copy, None)
+            targets, rv = self._handle(now, copy, None, 0, interested)
             sent.update(targets)
             if rv:
                 self._at_rendezvous(now, copy, interested)
@@ -211,7 +213,7 @@ class Forest:
             # an up copy whose up work is done here already only goes down
             if copy.up and state & UP_DONE:
                 copy = copy._replace(up=False)
-            targets, rv = self._handle(now, copy, sender, state)
+            targets, rv = self._handle(now, copy, sender, state, interested)
             if rv:
                 self._at_rendezvous(now, copy, interested)
             fwd = len(targets)
@@ -250,7 +252,15 @@ class Forest:
         had = msg.eid in self.have
         cap = c.config.capacity
         self.period_events += 1
-        if cap is not None and self.period_events > cap:
+        dropped = False
+        if cap is not None:
+            share = c.config.capacity_push_share
+            if share is not None and attr is None and self.period_events > max(1, int(cap * share)):
+                self.period_events -= 1  # a push past its share: dropped, takes no slot
+                dropped = True
+            else:
+                dropped = self.period_events > cap
+        if dropped:
             c.counters["events_dropped"] += 1
             c.out.append(Log(record(now, c.name, "drop", eid=msg.eid, attr=attr, hops=msg.hops,
                                     match=interested, up=up, had=had)))  # fmt: skip
@@ -261,8 +271,9 @@ class Forest:
         return Arrival(interested, had)
 
     def _handle(
-        self, now: float, copy: Copy, sender: Hashable | None, state: int = 0
-    ) -> tuple[list, bool]:
+        self, now: float, copy: Copy, sender: Hashable | None, state: int = 0,
+        interested: bool = True,
+    ) -> tuple[list, bool]:  # fmt: skip
         """Forward one copy: down matching CRT rows (once per event and
         attribute) and, for an `up` copy, on toward the rendezvous. Returns
         (the neighbours copies went to, whether we are the rendezvous)."""
@@ -284,6 +295,8 @@ class Forest:
                 hop = view.up_hop(copy.key, c.shortcuts)
             else:
                 hop = view.next_hop(copy.key)
+            if not interested and hop is not MINE and c.config.route_to_interest:
+                hop = self._interested_hop(view, copy, hop)
             bounce = False
             if hop is not MINE and hop == sender and view.idents:
                 # The sender thinks we are nearer the rendezvous, we think it
@@ -329,6 +342,26 @@ class Forest:
             self._send_copy(now, up_hop, copy._replace(up=True))
             targets = [*down, up_hop]
         return targets, rv
+
+    def _interested_hop(self, view, copy: Copy, hop: Hashable) -> Hashable:
+        """route_to_interest: the node we know (link or shortcut) that wants
+        the event and lies between us and the key, the nearest the key; the
+        routed hop when none does."""
+        c = self.content
+        me = view.me
+        span = (copy.key - me) % RING_SIZE
+        values = copy.event.values
+        best, best_d = hop, RING_SIZE
+        links = c.overlay.links.by_address
+        for p in (*(e.profile for e in links.values()), *c.known_profiles):
+            ahead = (p.ident - me) % RING_SIZE
+            if ahead == 0 or ahead > span:
+                continue
+            d = span - ahead
+            sub = p.subscription
+            if d < best_d and sub is not None and satisfies(sub.constraints, values):
+                best, best_d = p.address, d
+        return best
 
     def _up_returned(self, now: float, copy: Copy) -> int:
         """An up copy came back to a node that has done its up work: a loop
@@ -396,13 +429,19 @@ class Forest:
         if not cfg.push:
             return 0
         limit = cfg.push_max_hops
-        if not (up and cfg.push_from == "up"):
-            if cfg.push_from == "up" and limit is None:
+        newer = None  # the only links this handling may push to: new ones
+        if not (up and cfg.push_from == "up") and (
+            (cfg.push_from == "up" and limit is None) or (limit is not None and hops >= limit)
+        ):
+            if not cfg.push_new_links:
                 return 0
-            if limit is not None and hops >= limit:
-                return 0
+            newer = now - cfg.push_new_links * c.period
         sid = (eid, PUSHED)
         if sid in self.seen:
+            return 0
+        new_sid = (eid, NEW_PUSHED)
+        pushed_new = new_sid in self.seen
+        if newer is not None and pushed_new:
             return 0
         if (
             not forwarding
@@ -412,24 +451,28 @@ class Forest:
         ):
             c.counters["pushes_shed"] += 1
             return 0
-        self.seen.set(now, sid, DOWN_DONE)
+        # (a push to new links only leaves the event's full push to come)
+        self.seen.set(now, sid if newer is None else new_sid, DOWN_DONE)
         values = event.values
-        if cfg.push_skip_parent:
-            skip = skip | self._parents(event)
         if cfg.push_skip_senders_links and sender is not None:
             theirs = c.overlay.next_hops.get(sender)
             if theirs:
                 skip = skip | {
                     a for a, e in c.overlay.links.by_address.items() if e.profile.ident in theirs
                 }
+        since = c.overlay.link_since
+        if pushed_new:  # the new links had it then
+            fresh = now - cfg.push_new_links * c.period
+            skip = skip | {a for a, t in since.items() if t > fresh}
         targets = [
             addr
             for addr, entry in c.overlay.links.by_address.items()
             if addr not in skip
+            and (newer is None or since.get(addr, newer) > newer)
             and (sub := entry.profile.subscription) is not None
             and satisfies(sub.constraints, values)
         ]
-        fanout = None if up and cfg.push_up_all else cfg.push_fanout
+        fanout = cfg.push_fanout
         if fanout is not None and len(targets) > fanout:
             targets = sample(c.rng, targets, fanout)
         if targets:
@@ -438,16 +481,6 @@ class Forest:
                 c.out.append(Send(addr, push))
         c.counters["events_pushed"] += len(targets)
         return len(targets)
-
-    def _parents(self, event: Event) -> set:
-        """Our parents in the event's trees: the next hops of our rows that
-        hold one of its keys."""
-        keys = self.content.event_keys(event)
-        return {
-            hop
-            for (attr, hop), row in self.content.installation.sent.items()
-            if any(a == attr and f.keys.contains(k) for a, k in keys for f in row.filters)
-        }
 
     # ----------------------------------------------------------------- churn
 

@@ -185,6 +185,11 @@ class Installation:
             for hop, part in parts:
                 if hop != source:  # never back where it came from
                     per_hop.setdefault(hop, []).append(part)
+                elif view.has_two_hop_points:
+                    # a two-hop point sent it back: route it on our links alone
+                    for hop2, keys in view.split_direct(part.keys).items():
+                        if hop2 is not MINE and hop2 != source:
+                            per_hop.setdefault(hop2, []).append(Filter(keys, part.box, part.depth))
         me = self.content.profile
         out = self.content.out
         sent = self.sent

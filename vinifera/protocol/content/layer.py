@@ -74,6 +74,7 @@ class Content:
         # where up copies may jump besides our links (route_shortcuts), as of
         # the last tick: (identifiers, addresses)
         self.shortcuts: tuple[list[int], list[Hashable]] = ([], [])
+        self.known_profiles: list[Profile] = []  # ... their profiles (route_to_interest)
         self.started: float | None = None
         self.ready = False  # own subscription installed (see install_min_delay)
         self._last_tick_version = -1
@@ -185,6 +186,9 @@ class Content:
         forest = self.forest
         if cfg.route_shortcuts:
             self.shortcuts = self.overlay.shortcuts(now, cfg.shortcuts_unverified)
+        if cfg.route_to_interest:
+            known = self.overlay.known_fresh(now, cfg.shortcuts_unverified)
+            self.known_profiles = [e.profile for e in known]
         forest.period_events = 0
         forest.forget_before(self.dedupe_horizon(now), now - cfg.catch_up * self.period)
         self.balancer.forget_before(now - cfg.balance_window * self.period)
