@@ -129,7 +129,17 @@ def _opt(*names, **kw):
 @_opt(
     "--push-fanout",
     type=click.IntRange(min=1),
-    help="Push each event to at most this many interested links.  [default: 3]",
+    help="Push each event to at most this many interested links.  [default: every "
+    "matching link of a node that pushes]",
+)
+@_opt(
+    "--set",
+    "content_set",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Set any delivery option of ContentConfig (vinifera/protocol/config.py), "
+    "e.g. --set push_from=any --set push_max_hops=none --set route_lookahead=false; "
+    "values: true, false, none, numbers or words.  Repeat for several.",
 )
 @_opt(
     "--tman-backoff",
@@ -452,6 +462,7 @@ def _sim_config(**o):
             if o["arrival_route_gap"] is None
             else o["arrival_route_gap"],
         )
+        content = replace(content, **_content_settings(o["content_set"], content))
         common = dict(
             seed=o["seed"],
             system=o["system"],
@@ -470,6 +481,42 @@ def _sim_config(**o):
         return SimConfig(nodes=o["nodes"], rounds=o["rounds"], warmup_rounds=o["warmup"], **common)
     except ValueError as err:
         raise click.UsageError(str(err)) from None
+
+
+def _content_settings(pairs, content) -> dict:
+    """--set NAME=VALUE pairs -> ContentConfig fields, each value of its field's type."""
+    from dataclasses import fields
+
+    known = {f.name: getattr(content, f.name) for f in fields(content)}
+    out = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        name = name.strip()
+        if not sep or name not in known:
+            raise click.BadParameter(
+                f"{pair!r}: expected NAME=VALUE with NAME one of {', '.join(sorted(known))}",
+                param_hint="--set",
+            )
+        word = text.strip().lower()
+        old = known[name]
+        if word in ("none", "null"):
+            value = None
+        elif isinstance(old, bool):
+            if word not in ("true", "false"):
+                raise click.BadParameter(f"{pair!r}: {name} is true or false", param_hint="--set")
+            value = word == "true"
+        else:
+            try:
+                value = int(word)
+            except ValueError:
+                try:
+                    value = float(word)
+                except ValueError:
+                    value = text.strip()
+            if isinstance(old, str) and not isinstance(value, str):
+                value = text.strip()
+        out[name] = value
+    return out
 
 
 def _write_json(path: Path, obj) -> None:

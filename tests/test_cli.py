@@ -74,6 +74,32 @@ def test_balancing_flags_reach_the_recorded_configuration(tmp_path):
     assert seen == {"--no-push-shedding": (True, False), "--no-balancing": (False, True)}
 
 
+def test_set_reaches_the_recorded_configuration_with_each_fields_type(tmp_path):
+    out = run(
+        "vinifera", "sim", "run", "--nodes", "20", "--rounds", "4", "--set", "push_from=any",
+        "--set", "push_max_hops=none", "--set", "push_fanout=3", "--set", "route_lookahead=false",
+        "--set", "push_new_links=2.5", "--log-dir", str(tmp_path), "--json",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    content = json.loads((tmp_path / "manifest.json").read_text())["config"]["content"]
+    pushes = (content["push_from"], content["push_max_hops"], content["push_fanout"])
+    assert pushes == ("any", None, 3)
+    assert content["route_lookahead"] is False and content["push_new_links"] == 2.5
+
+
+def test_set_refuses_unknown_names_and_values_of_the_wrong_kind():
+    for bad, says in (
+        ("bogus=1", "push_from"),  # the known names are listed
+        ("push", "NAME=VALUE"),
+        ("push=3", "true or false"),
+        ("push_from=sideways", "push_from must be"),
+        ("push_max_hops=0", "push_max_hops must be"),
+    ):
+        out = run("vinifera", "sim", "run", "--nodes", "5", "--rounds", "2", "--set", bad)
+        assert out.returncode == 2, (bad, out.stderr)
+        assert says in out.stderr and "Traceback" not in out.stderr, (bad, out.stderr)
+
+
 def test_sim_run_human_output():
     out = run("vinifera", "sim", "run", "--nodes", "20", "--rounds", "5")
     assert out.returncode == 0, out.stderr
