@@ -689,6 +689,32 @@ def test_a_pushed_node_sends_the_event_down_its_rows_at_once():
         assert again == ([] if tree_work else [3])
 
 
+def test_past_its_share_of_the_capacity_a_push_is_dropped_and_tree_copies_keep_their_slots():
+    """capacity 4, capacity_push_share 0.5: two pushes fit, the third is
+    dropped without taking a slot, tree copies still get all four."""
+    from vinifera.protocol import messages as msgs
+
+    event = Event.build(SCHEMA, {"a0": 150.0, "a1": 1.0})
+    key = event.keys()["a0"]
+    for share, kept in (
+        (0.5, [True, True, False, True, True, False]),
+        (None, [True] * 4 + [False] * 2),
+    ):
+        node, others = _pusher(
+            ContentConfig(balancing=False, capacity=4, capacity_push_share=share)
+        )
+        copies = [msgs.EventPush(others[3].profile, eid, event, 1) for eid in (1, 2, 3)]
+        copies += [msgs.EventMessage(others[3].profile, eid, event, "a0", key, 4, False)
+                   for eid in (4, 5, 6)]  # fmt: skip
+        got = []
+        for msg in copies:
+            out = node.receive(0.5, msg)
+            got.append(any(isinstance(a, Deliver) for a in out))
+        # without a share, pushes and tree copies take slots alike: 4 in all
+        assert got == kept, share
+        assert node.counters()["events_dropped"] == kept.count(False)
+
+
 def test_pushes_only_shorten_deliveries_and_never_duplicate_them():
     """Same overlay, same event, push on and off: the same subscribers get
     it exactly once, none later (in hops) with push, some sooner."""
