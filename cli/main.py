@@ -407,7 +407,7 @@ def _sim_config(**o):
     """Command-line options -> SimConfig, with usage errors for bad combinations."""
     from dataclasses import replace
 
-    from vinifera.protocol.config import OverlayConfig, system_defaults
+    from vinifera.protocol.config import OverlayConfig, settings_of, system_defaults
     from vinifera.sim.config import ChurnStep, SimConfig
     from vinifera.sim.network import NetworkModel
 
@@ -462,7 +462,11 @@ def _sim_config(**o):
             if o["arrival_route_gap"] is None
             else o["arrival_route_gap"],
         )
-        content = replace(content, **_content_settings(o["content_set"], content))
+        try:
+            settings = settings_of(content, o["content_set"])
+        except ValueError as err:
+            raise click.BadParameter(str(err), param_hint="--set") from None
+        content = replace(content, **settings)
         common = dict(
             seed=o["seed"],
             system=o["system"],
@@ -481,42 +485,6 @@ def _sim_config(**o):
         return SimConfig(nodes=o["nodes"], rounds=o["rounds"], warmup_rounds=o["warmup"], **common)
     except ValueError as err:
         raise click.UsageError(str(err)) from None
-
-
-def _content_settings(pairs, content) -> dict:
-    """--set NAME=VALUE pairs -> ContentConfig fields, each value of its field's type."""
-    from dataclasses import fields
-
-    known = {f.name: getattr(content, f.name) for f in fields(content)}
-    out = {}
-    for pair in pairs:
-        name, sep, text = pair.partition("=")
-        name = name.strip()
-        if not sep or name not in known:
-            raise click.BadParameter(
-                f"{pair!r}: expected NAME=VALUE with NAME one of {', '.join(sorted(known))}",
-                param_hint="--set",
-            )
-        word = text.strip().lower()
-        old = known[name]
-        if word in ("none", "null"):
-            value = None
-        elif isinstance(old, bool):
-            if word not in ("true", "false"):
-                raise click.BadParameter(f"{pair!r}: {name} is true or false", param_hint="--set")
-            value = word == "true"
-        else:
-            try:
-                value = int(word)
-            except ValueError:
-                try:
-                    value = float(word)
-                except ValueError:
-                    value = text.strip()
-            if isinstance(old, str) and not isinstance(value, str):
-                value = text.strip()
-        out[name] = value
-    return out
 
 
 def _write_json(path: Path, obj) -> None:

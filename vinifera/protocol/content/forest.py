@@ -460,15 +460,19 @@ class Forest:
                 skip = skip | {
                     a for a, e in c.overlay.links.by_address.items() if e.profile.ident in theirs
                 }
-        since = c.overlay.link_since
-        if pushed_new:  # the new links had it then
+        links = c.overlay.links
+        new: set[Hashable] = set()
+        if cfg.push_new_links and (newer is not None or pushed_new):
             fresh = now - cfg.push_new_links * c.period
-            skip = skip | {a for a, t in since.items() if t > fresh}
+            since = c.overlay.link_since
+            new = {a for a in links.by_address if since.get(a, fresh) > fresh}
+        if pushed_new:  # the new links had it then
+            skip = skip | new
         targets = [
             addr
-            for addr, entry in c.overlay.links.by_address.items()
+            for addr, entry in links.by_address.items()
             if addr not in skip
-            and (newer is None or since.get(addr, newer) > newer)
+            and (newer is None or addr in new)
             and (sub := entry.profile.subscription) is not None
             and satisfies(sub.constraints, values)
         ]
