@@ -279,6 +279,8 @@ def sim_run(**opts) -> None:
 
     Example: vinifera sim run --nodes 1000 --rounds 100 --system baseline --json
     """
+    from dataclasses import replace
+
     from vinifera.gcpolicy import spare_the_exit
     from vinifera.schema import Schema
     from vinifera.sim.parallel import run_parallel
@@ -292,6 +294,21 @@ def sim_run(**opts) -> None:
         raise click.UsageError("--limits needs one worker (it reads every node's links)")
     if opts["limits"] and config.events_per_round <= 0:
         raise click.UsageError("--limits needs events (--events-per-round above 0)")
+    for step in config.churn:
+        if step.round >= rounds:
+            flag = "--join-at" if step.kind == "join" else "--kill-at"
+            raise click.UsageError(f"{flag} {step.round} is past the last round ({rounds - 1})")
+    if config.replay is None and config.events_per_round > 0:
+        need = rounds  # the fewest rounds whose window (warm-up to deadline) is not empty
+        while need - config.deadline_rounds <= replace(config, rounds=need).warmup:
+            need += 1
+        if need > rounds:
+            click.echo(
+                f"nothing will be measured: events count from round {config.warmup} (the "
+                f"warm-up) until {config.deadline_rounds:g} rounds (the delivery deadline) "
+                f"before the end; run {need} rounds or more, or a shorter --warmup",
+                err=True,
+            )
     if config.replay is not None and not as_json:
         r = config.replay.to_dict()
         mh = r["measure_from_hours"]

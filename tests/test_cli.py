@@ -100,6 +100,17 @@ def test_set_refuses_unknown_names_and_values_of_the_wrong_kind():
         assert says in out.stderr and "Traceback" not in out.stderr, (bad, out.stderr)
 
 
+def test_a_run_too_short_to_measure_says_so_and_churn_past_the_end_is_refused():
+    out = run("vinifera", "sim", "run", "--nodes", "10", "--rounds", "5")
+    assert out.returncode == 0 and "run 11 rounds or more" in out.stderr, out.stderr
+    longer = run("vinifera", "sim", "run", "--nodes", "10", "--rounds", "11")
+    assert "nothing will be measured" not in longer.stderr
+    for flags in (["--kill-at", "50", "--kill-fraction", "0.1"], ["--join-at", "5", "--join", "2"]):
+        out = run("vinifera", "sim", "run", "--nodes", "10", "--rounds", "5", *flags)
+        assert out.returncode == 2 and "past the last round (4)" in out.stderr, out.stderr
+        assert "Traceback" not in out.stderr
+
+
 def test_sim_run_human_output():
     out = run("vinifera", "sim", "run", "--nodes", "20", "--rounds", "5")
     assert out.returncode == 0, out.stderr
