@@ -33,7 +33,8 @@ from vinifera.sim.driver import Simulation
 
 COLUMNS = (
     "hit_ratio", "false_positives", "duplicates", "cost", "path_length", "route_hops",
-    "limit_route_hops", "redundancy", "node_overhead", "load_max", "load_p95",
+    "limit_route_hops", "limit_direct_path", "limit_rendezvous_path", "redundancy",
+    "node_overhead", "load_max", "load_p95",
 )  # fmt: skip
 
 

@@ -288,6 +288,21 @@ def sim_run(**opts) -> None:
     config = _sim_config(**opts)
     log_dir, as_json, rounds = opts["log_dir"], opts["as_json"], config.rounds
     workers = opts["workers"]
+    if workers > config.nodes:
+        raise click.UsageError(
+            f"--workers {workers} is more than the {config.nodes} nodes (each worker runs an arc "
+            "of the ring)"
+        )
+    if workers > 1:
+        import resource
+
+        files = workers * (workers - 1) + 64  # a socket pair per two workers, and some
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and files > soft:
+            raise click.UsageError(
+                f"--workers {workers} needs about {files} open files; the limit here is {soft} "
+                "(ulimit -n)"
+            )
     if workers > 1 and config.network.latency_min <= 0:
         raise click.UsageError("--workers above 1 needs a minimum --latency above 0")
     if opts["limits"] and workers > 1:

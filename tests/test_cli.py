@@ -111,6 +111,20 @@ def test_a_run_too_short_to_measure_says_so_and_churn_past_the_end_is_refused():
         assert "Traceback" not in out.stderr
 
 
+def test_more_workers_than_select_can_watch_run_and_more_than_nodes_are_refused():
+    """34 workers hold 1,122 sockets: past select()'s 1,024 descriptors."""
+    args = ("vinifera", "sim", "run", "--nodes", "68", "--rounds", "3", "-e", "0", "--json")
+    many = run(*args, "--workers", "34")
+    assert many.returncode == 0, many.stderr[-2000:]
+    one = run(*args)
+    drop = ("wall_seconds", "node_rounds_per_second", "workers")
+    same = [{k: v for k, v in json.loads(o.stdout).items() if k not in drop} for o in (many, one)]
+    assert same[0] == same[1]
+    out = run("vinifera", "sim", "run", "--nodes", "10", "--rounds", "3", "--workers", "11")
+    assert out.returncode == 2 and "more than the 10 nodes" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+
+
 def test_sim_run_human_output():
     out = run("vinifera", "sim", "run", "--nodes", "20", "--rounds", "5")
     assert out.returncode == 0, out.stderr

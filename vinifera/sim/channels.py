@@ -259,8 +259,14 @@ class Peers:
                     return
                 if more:
                     continue
-            writing = [c.sock for c in channels if c.out]
-            select.select([channel.sock], writing, [])
+            # poll, not select: select refuses descriptors past 1,024, which
+            # 20-odd workers' socket pairs pass
+            poller = select.poll()
+            for c in channels:
+                if c.out:
+                    poller.register(c.sock, select.POLLOUT)
+            poller.register(channel.sock, select.POLLIN | (select.POLLOUT if channel.out else 0))
+            poller.poll()
 
 
 def socket_pairs(workers: int) -> dict[tuple[int, int], socket.socket]:
