@@ -313,7 +313,7 @@ def sim_run(**opts) -> None:
         if step.round >= rounds:
             flag = "--join-at" if step.kind == "join" else "--kill-at"
             raise click.UsageError(f"{flag} {step.round} is past the last round ({rounds - 1})")
-    if config.replay is None and config.events_per_round > 0:
+    if config.replay is None and config.events_per_round > 0 and not as_json:
         need = rounds  # the fewest rounds whose window (warm-up to deadline) is not empty
         while need - config.deadline_rounds <= replace(config, rounds=need).warmup:
             need += 1
