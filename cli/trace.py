@@ -166,10 +166,14 @@ def synth_cmd(
     out: Path, seed: int, nodes: int, days: float, no_flash_crowd: bool, fmt: str | None
 ) -> None:
     """Write a synthetic trace calibrated to the Skype superpeer trace (see docs/traces.md)."""
+    suffix = out.suffix.lower().lstrip(".")
     if fmt is None:
-        fmt = out.suffix.lower().lstrip(".")
+        fmt = suffix
         if fmt not in ("avt", "evt"):
             raise click.UsageError(f"{out}: cannot tell the format; use .avt/.evt or --format")
+    elif suffix in ("avt", "evt") and suffix != fmt:
+        # trace stats and the simulator read a file by its suffix
+        raise click.UsageError(f"--format {fmt} into {out}: the suffix says {suffix}")
     tr = synthesize(seed, nodes=nodes, days=days, flash_crowd=not no_flash_crowd)
     text = format_avt(tr) if fmt == "avt" else format_evt(tr)
     try:

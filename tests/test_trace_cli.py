@@ -102,6 +102,10 @@ def test_synth_format_and_flash_crowd_options(tmp_path):
     assert result.exit_code == 0
     assert out.read_text().splitlines()[2].split()[2] in ("up", "down")
     assert run("synth", "--out", tmp_path / "x.trace").exit_code == 2
+    # a format the suffix contradicts would give a file trace stats refuses
+    clash = run("synth", "--out", tmp_path / "x.avt", "--nodes", 20, "--days", 1, "--format", "evt")
+    assert clash.exit_code == 2 and "the suffix says avt" in clash.output
+    assert not (tmp_path / "x.avt").exists()
 
 
 def test_convert_round_trip(tmp_path):
