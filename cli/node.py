@@ -315,10 +315,17 @@ def run(
         raise click.UsageError(str(err)) from None
     import trio
 
+    failed: OSError | None = None
     try:
         trio.run(_serve, settings, deliveries)
-    except OSError as err:
-        raise click.ClickException(f"cannot run the node: {err}") from None
+    except* OSError as group:  # (trio's nursery wraps it in a group)
+        failed = group.exceptions[0]  # type: ignore[assignment]
+        while isinstance(failed, BaseExceptionGroup):
+            failed = failed.exceptions[0]
+    if failed is not None:
+        what = failed.strerror or str(failed)
+        click.echo(f"Error: cannot run the node on {settings.listen}: {what}", err=True)
+        sys.exit(2)
 
 
 async def _serve(settings, print_deliveries: bool) -> None:

@@ -74,3 +74,27 @@ def test_every_option_of_the_swarm_and_analyze_commands_has_help():
         for p in cmd.params:
             if p.param_type_name == "option" and p.name != "help":
                 assert p.help, f"{cmd.name} --{p.name} has no help"
+
+
+def test_a_node_on_a_port_in_use_says_so_in_one_line():
+    """The real command in a real process: trio wraps the bind's OSError in
+    an exception group, which used to print 40 lines."""
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    schema = Path(__file__).resolve().parents[1] / "compose" / "schema.toml"
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        host, port = taken.getsockname()
+        address = f"{host}:{port}"
+        node = Path(sys.executable).parent / "vinifera-node"
+        out = subprocess.run(
+            [str(node), "run", "--listen", address, "--schema", str(schema)],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip().splitlines() == [
+        f"Error: cannot run the node on {address}: Address already in use"
+    ]
