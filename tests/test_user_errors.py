@@ -98,3 +98,25 @@ def test_a_node_on_a_port_in_use_says_so_in_one_line():
     assert out.stderr.strip().splitlines() == [
         f"Error: cannot run the node on {address}: Address already in use"
     ]
+
+
+def test_a_stale_compiled_build_is_one_line_and_exit_2_where_nothing_catches_it():
+    """As in a `vinifera` command, which imports the package before any
+    handler of its own; an importer that catches ImportError still can."""
+    import subprocess
+    import sys
+
+    fake = (
+        "import vinifera.native as n; n.built = lambda: True; "
+        "n.stale_sources = lambda: ['vinifera/ring.py']; "
+    )
+    out = subprocess.run([sys.executable, "-c", fake + "n.setup()"], capture_output=True,
+                         text=True, timeout=60)  # fmt: skip
+    assert out.returncode == 2
+    assert len(out.stderr.splitlines()) == 1 and "stale (vinifera/ring.py" in out.stderr
+    catching = fake + "\ntry:\n    n.setup()\nexcept ImportError:\n    print('ok')"
+    caught = subprocess.run(
+        [sys.executable, "-c", catching],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert caught.returncode == 0 and caught.stdout == "ok\n", caught.stderr

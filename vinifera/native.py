@@ -72,8 +72,29 @@ def setup() -> None:
         return
     stale = stale_sources()
     if stale:
-        raise ImportError(
+        sys.excepthook = _one_line(sys.excepthook)
+        raise StaleBuildError(
             f"the compiled build of vinifera is stale ({', '.join(stale)} changed since): "
             "rebuild it with scripts/build_compiled.sh, or remove it with "
             "scripts/build_compiled.sh --clean (VINIFERA_PURE=1 runs the source meanwhile)"
         )
+
+
+class StaleBuildError(ImportError):
+    """The compiled modules were built from other sources than these."""
+
+
+def _one_line(previous):
+    """An excepthook that says a stale build in one line and exits 2 (the
+    `vinifera` commands import the package before any handler of theirs);
+    everything else goes to the previous hook. Importers that catch the
+    error never reach it."""
+
+    def hook(kind, value, tb) -> None:
+        if not issubclass(kind, StaleBuildError):
+            return previous(kind, value, tb)
+        sys.stderr.write(f"Error: {value}\n")
+        sys.stderr.flush()
+        os._exit(2)
+
+    return hook
