@@ -302,3 +302,27 @@ async def test_a_restarted_daemon_does_not_deliver_again_what_its_log_says_it_de
         assert again.status()["counters"]["delivered"] == 1
     eids = [json.loads(x)["eid"] for x in log.read_text().splitlines() if '"deliver"' in x]
     assert eids == [old, old + 1]
+
+
+async def test_a_node_whose_bootstrap_never_answers_says_so_once_and_keeps_trying():
+    import structlog
+
+    async with AsyncExitStack() as stack:
+        silent = trio.socket.socket(type=trio.socket.SOCK_DGRAM)
+        stack.enter_context(silent)
+        await silent.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{silent.getsockname()[1]}"
+        with structlog.testing.capture_logs() as logs:
+            node = await stack.enter_async_context(
+                vinifera.Node(SCHEMA, period=PERIOD, seed=1, bootstrap=[dead])
+            )
+            await wait_for(
+                lambda: any(e["event"] == "no bootstrap node answered" for e in logs),
+                40 * PERIOD, "the warning",
+            )  # fmt: skip
+            assert node.status()["alone"] is True
+            joins = node.status()["protocol_counters"]["joins_sent"]
+            await trio.sleep(3 * PERIOD)
+            assert node.status()["protocol_counters"]["joins_sent"] > joins  # still trying
+        warned = [e for e in logs if e["event"] == "no bootstrap node answered"]
+        assert len(warned) == 1 and warned[0]["bootstrap"] == [dead]

@@ -111,6 +111,10 @@ class NodeRunner:
         self._recv_buf = bytearray(MAX_DATAGRAM + 1)
         self._recv_view = memoryview(self._recv_buf)
         self.recv_buffer: int | None = None  # SO_RCVBUF as the kernel granted it
+        # since when we know nobody though given bootstrap nodes (None: we do),
+        # and whether we said so
+        self._alone_since: float | None = None
+        self._said_alone = False
         self.log = structlog.get_logger("vinifera.node")
 
     # ----------------------------------------------------------------- life
@@ -202,8 +206,39 @@ class NodeRunner:
             now = self.clock.now()
             await self._execute(self.node.tick(now))
             self._gate.tick(now)
+            self._watch_bootstrap(now)
             if self._log is not None:
                 self._log.flush()  # a node killed hard loses at most one period
+
+    def _alone(self) -> bool:
+        """Given bootstrap nodes, we know nobody: no view, no links."""
+        overlay = self.node.overlay if self.node is not None else None
+        return bool(
+            self.settings.bootstrap
+            and overlay is not None
+            and not overlay.cyclon.view
+            and not overlay.links.by_address
+        )
+
+    def _watch_bootstrap(self, now: float) -> None:
+        """Say once, after 3 periods, that no bootstrap node answered (the
+        join is retried every period all the same); say when one does."""
+        if not self._alone():
+            if self._said_alone:
+                self.log.info("joined", after_s=round(now - (self._alone_since or now), 1))
+            self._alone_since, self._said_alone = None, False
+            return
+        if self._alone_since is None:
+            self._alone_since = now
+        elif not self._said_alone and now - self._alone_since >= 3 * self.settings.period:
+            self._said_alone = True
+            self.log.warning(
+                "no bootstrap node answered",
+                bootstrap=list(self.settings.bootstrap),
+                waited_s=round(now - self._alone_since, 1),
+                hint="still trying every period; is a node running at that address, "
+                "with the same network key?",
+            )
 
     def _set_recv_buffer(self, sock: socket.socket) -> None:
         want = self.settings.recv_buffer
@@ -439,4 +474,6 @@ class NodeRunner:
             "protocol_counters": node.counters(),
             "period": self.settings.period,
             "system": self.settings.system,
+            # given bootstrap nodes, nobody has answered (yet): the node is alone
+            "alone": self._alone(),
         }
