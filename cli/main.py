@@ -268,6 +268,11 @@ def _opt(*names, **kw):
     "shortest through the rendezvous, over the same events and pairs "
     "(vinifera/sim/limits.py; one worker, a few seconds per thousand nodes).",
 )
+@_opt(
+    "--force",
+    is_flag=True,
+    help="Replace the run a --log-dir already holds (without it, such a folder is refused).",
+)
 @_opt("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 def sim_run(**opts) -> None:
     """Run one simulation and print its summary.
@@ -334,6 +339,17 @@ def sim_run(**opts) -> None:
             f"= {r['rounds']} rounds; glitches {r['glitches']}; departures "
             f"{r['departures']}; measuring {measuring}",
             err=True,
+        )
+    if log_dir is not None and (log_dir / "manifest.json").exists() and not opts["force"]:
+        try:
+            what = json.loads((log_dir / "manifest.json").read_text()).get("command", "a run")
+        except (OSError, ValueError, AttributeError):
+            what = "a run"
+        if isinstance(what, list):  # a swarm's manifest keeps its argv
+            what = "swarm up" if "swarm" in what else "a run"
+        raise click.UsageError(
+            f"{log_dir} already holds {what}'s logs: choose another --log-dir, or add --force "
+            "to replace them"
         )
     if log_dir is not None:
         _write_json(

@@ -235,6 +235,10 @@ def _refuse_running(log_dir: Path) -> None:
             manifest = _manifest_of(log_dir)
         except click.UsageError:
             return
+        if manifest.get("command") == "sim run":  # its analysis would mix both
+            raise click.UsageError(
+                f"{log_dir} holds a simulation's logs (sim run): choose another --log-dir"
+            )
         if runner_alive(manifest):
             raise click.UsageError(
                 f"a swarm is already running in {log_dir} (runner pid "

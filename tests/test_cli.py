@@ -125,6 +125,22 @@ def test_more_workers_than_select_can_watch_run_and_more_than_nodes_are_refused(
     assert "Traceback" not in out.stderr
 
 
+def test_a_log_dir_that_holds_a_run_is_refused_unless_forced(tmp_path):
+    args = ("vinifera", "sim", "run", "--nodes", "10", "--rounds", "3", "-e", "0",
+            "--log-dir", str(tmp_path))  # fmt: skip
+    assert run(*args).returncode == 0
+    before = (tmp_path / "sim.jsonl").read_bytes()
+    again = run(*args, "--seed", "2")
+    assert again.returncode == 2 and "already holds sim run's logs" in again.stderr, again.stderr
+    assert (tmp_path / "sim.jsonl").read_bytes() == before  # nothing lost
+    assert run(*args, "--seed", "2", "--force").returncode == 0
+    assert (tmp_path / "sim.jsonl").read_bytes() != before
+    swarm = run("vinifera", "swarm", "up", "--nodes", "2", "--duration", "1",
+                "--log-dir", str(tmp_path))  # fmt: skip
+    assert swarm.returncode == 2 and "holds a simulation's logs" in swarm.stderr, swarm.stderr
+    assert "Traceback" not in swarm.stderr + again.stderr
+
+
 def test_sim_run_human_output():
     out = run("vinifera", "sim", "run", "--nodes", "20", "--rounds", "5")
     assert out.returncode == 0, out.stderr
