@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from skype_trace import SKYPE_PATH as SKYPE
 
 from vinifera.churn_traces import read_bundled_trace, window
 from vinifera.cli.main import main
@@ -146,9 +147,6 @@ def test_arcs_cut_where_identifiers_will_fall_not_at_range_centres():
     assert 470 <= below <= 530
     centres = sorted((lo + hi) // 2 for lo, hi in spans)
     assert sum(rng.randrange(lo, hi + 1) < centres[500] for lo, hi in spans) > 700
-
-
-SKYPE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "skype-superpeers.avt"
 
 
 @pytest.mark.skipif(not SKYPE.exists(), reason="needs ../shared/traces/skype-superpeers.avt")

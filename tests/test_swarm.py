@@ -11,12 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from skype_trace import SKYPE_PATH as SKYPE
 
 from vinifera.churn_traces import Trace, format_avt
 from vinifera.swarm.plan import make_plan
 from vinifera.swarm.results import read_records, swarm_metrics
-
-SKYPE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "skype-superpeers.avt"
 
 
 def vinifera_cli() -> list[str]:

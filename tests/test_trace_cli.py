@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from skype_trace import SKYPE_PATH
 
 from vinifera.churn_traces import bundled_trace_path, read_trace, trace_stats
 from vinifera.cli.trace import trace
-
-SKYPE_PATH = Path(__file__).resolve().parents[2] / "shared" / "traces" / "skype-superpeers.avt"
 
 
 def run(*args: str):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gc
 import json
-import os
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -24,12 +23,8 @@ from vinifera.sim.replay import TraceReplay
 
 # What the 48 h Skype replay reaches at 240 s per round (docs/results.md):
 HIT_REACHED = 0.99  # 48 h at 240 s per round: 0.9947 with pushes (0.984 without)
-# ../shared/traces beside the repository (as tests/test_traces.py); from a
-# git worktree elsewhere, point VINIFERA_SKYPE_TRACE at the file.
-SKYPE_PATH = Path(
-    os.environ.get("VINIFERA_SKYPE_TRACE")
-    or Path(__file__).resolve().parents[2] / "shared" / "traces" / "skype-superpeers.avt"
-)
+from skype_trace import SKYPE_PATH  # noqa: E402
+
 HOUR = 3600
 
 

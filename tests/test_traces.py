@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from skype_trace import SKYPE_PATH
 
 from vinifera.churn_traces import (
     BUNDLED_RECIPE,
@@ -35,7 +34,6 @@ from vinifera.churn_traces import (
 from vinifera.churn_traces.population import Population
 from vinifera.churn_traces.stats import percentile
 
-SKYPE_PATH = Path(__file__).resolve().parents[2] / "shared" / "traces" / "skype-superpeers.avt"
 # The README's numbers (shared/traces/README.md).
 README = {
     "nodes": 2081,
