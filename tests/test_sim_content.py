@@ -215,11 +215,6 @@ def balancing_pair(nodes, rounds, seed):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    reason="with issue 72's pushes from the route, balancing on and off give about the same "
-    "busiest load at 300 nodes (sum over seeds 1-3: 0.808 on, 0.804 off); the load goal is open",
-    strict=False,
-)
 def test_balancing_lowers_the_busiest_nodes_load_over_seeds():
     """One seed says little: which node is busiest is chaotic (at 300 nodes,
     seed 1 alone has balancing on above off, 0.456 vs 0.424; over seeds 1-6

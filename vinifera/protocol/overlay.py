@@ -516,20 +516,18 @@ class Overlay:
 
     # ----------------------------------------------------------------- misc
 
-    def shortcuts(self, now: float, unverified: bool = False) -> tuple[list[int], list[Hashable]]:
-        """The nodes we know that are not links but answered us lately (or
-        any, `unverified`) and are fresh, as (identifiers, addresses) sorted
-        by identifier: where an up copy may jump (ContentConfig.
-        route_shortcuts). Bounded by the candidate pool."""
-        known = sorted(
-            ((e.profile.ident, e.profile.address) for e in self.known_fresh(now, unverified)),
-            key=lambda pair: pair[0],
-        )
-        return [i for i, _ in known], [a for _, a in known]
+    @staticmethod
+    def shortcuts(known: list[Entry]) -> tuple[list[int], list[Hashable]]:
+        """Nodes we know but do not link to (`known_fresh`) as (identifiers,
+        addresses) sorted by identifier: where an up copy may jump
+        (ContentConfig.route_shortcuts)."""
+        pairs = sorted(((e.profile.ident, e.profile.address) for e in known), key=lambda p: p[0])
+        return [i for i, _ in pairs], [a for _, a in pairs]
 
     def known_fresh(self, now: float, unverified: bool = False) -> list[Entry]:
         """The candidates of the last reselection that are not links, fresh,
-        and answered us lately (or any, `unverified`)."""
+        and answered us lately (or any, `unverified`). Bounded by the
+        candidate pool."""
         links = self.links.by_address
         stale = now - self.durations.stale_after
         verified = self.vetting.verified

@@ -364,7 +364,8 @@ def _read_gossip(cls):
 
 def _read_tman(cls):
     """A T-Man message: its sample, then the positions of the sender's own
-    links in it (each once at most, so never more than the sample)."""
+    links in it (no more of them than the sample has entries, each inside
+    it; a repeated one only repeats: the receiver keeps a set)."""
 
     def read(r: _Reader, f: tuple):
         raw, marks = _arity(2)(f)

@@ -429,19 +429,18 @@ class Forest:
         if not cfg.push:
             return 0
         limit = cfg.push_max_hops
-        newer = None  # the only links this handling may push to: new ones
-        if not (up and cfg.push_from == "up") and (
+        # only to links newer than `fresh` (push_new_links), not a full push
+        new_only = not (up and cfg.push_from == "up") and (
             (cfg.push_from == "up" and limit is None) or (limit is not None and hops >= limit)
-        ):
-            if not cfg.push_new_links:
-                return 0
-            newer = now - cfg.push_new_links * c.period
+        )
+        if new_only and not cfg.push_new_links:
+            return 0
         sid = (eid, PUSHED)
         if sid in self.seen:
             return 0
         new_sid = (eid, NEW_PUSHED)
         pushed_new = new_sid in self.seen
-        if newer is not None and pushed_new:
+        if new_only and pushed_new:
             return 0
         if (
             not forwarding
@@ -452,7 +451,7 @@ class Forest:
             c.counters["pushes_shed"] += 1
             return 0
         # (a push to new links only leaves the event's full push to come)
-        self.seen.set(now, sid if newer is None else new_sid, DOWN_DONE)
+        self.seen.set(now, new_sid if new_only else sid, DOWN_DONE)
         values = event.values
         if cfg.push_skip_senders_links and sender is not None:
             theirs = c.overlay.next_hops.get(sender)
@@ -462,7 +461,7 @@ class Forest:
                 }
         links = c.overlay.links
         new: set[Hashable] = set()
-        if cfg.push_new_links and (newer is not None or pushed_new):
+        if new_only or pushed_new:
             fresh = now - cfg.push_new_links * c.period
             since = c.overlay.link_since
             new = {a for a in links.by_address if since.get(a, fresh) > fresh}
@@ -472,7 +471,7 @@ class Forest:
             addr
             for addr, entry in links.by_address.items()
             if addr not in skip
-            and (newer is None or addr in new)
+            and (not new_only or addr in new)
             and (sub := entry.profile.subscription) is not None
             and satisfies(sub.constraints, values)
         ]

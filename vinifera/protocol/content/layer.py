@@ -184,11 +184,12 @@ class Content:
     def tick(self, now: float) -> None:
         cfg = self.config
         forest = self.forest
-        if cfg.route_shortcuts:
-            self.shortcuts = self.overlay.shortcuts(now, cfg.shortcuts_unverified)
-        if cfg.route_to_interest:
+        if cfg.route_shortcuts or cfg.route_to_interest:
             known = self.overlay.known_fresh(now, cfg.shortcuts_unverified)
-            self.known_profiles = [e.profile for e in known]
+            if cfg.route_shortcuts:
+                self.shortcuts = self.overlay.shortcuts(known)
+            if cfg.route_to_interest:
+                self.known_profiles = [e.profile for e in known]
         forest.period_events = 0
         forest.forget_before(self.dedupe_horizon(now), now - cfg.catch_up * self.period)
         self.balancer.forget_before(now - cfg.balance_window * self.period)
