@@ -19,6 +19,13 @@ Session = tuple[int, int]
 
 _END_RE = re.compile(r"#\s*end:\s*(\S+)\s*$")
 
+# The latest time a trace may name: ten years of seconds. Real availability
+# traces span days to a year; a larger number is a typo or garbage, and
+# everything that walks a trace's time line (stats' probes, replays) would
+# take time and memory in proportion to it.
+MAX_TRACE_SECONDS = 10 * 365 * 24 * 3600
+_TOO_LATE = f"is past the latest a trace may name ({MAX_TRACE_SECONDS} s, ten years)"
+
 
 class TraceError(ValueError):
     """A malformed trace: says which file and line (when known) and what is wrong."""
@@ -59,6 +66,8 @@ class Trace:
             end = last
         elif int(end) != end or end < last:
             raise TraceError(f"end {end} is before the last session end {last}")
+        elif end > MAX_TRACE_SECONDS:
+            raise TraceError(f"end {end} {_TOO_LATE}")
         self._sessions = checked
         self.end = int(end)
 
@@ -102,6 +111,8 @@ def _check_sessions(node: str, ss: Sequence[Session]) -> None:
     for s, e in ss:
         if s < 0:
             raise TraceError(f"node {node}: negative time {s}")
+        if e > MAX_TRACE_SECONDS:
+            raise TraceError(f"node {node}: time {e} {_TOO_LATE}")
         if e <= s:
             raise TraceError(f"node {node}: empty or reversed session ({s}, {e})")
         if prev_end is not None and s < prev_end:
@@ -116,6 +127,8 @@ def _int(token: str, what: str, path: str, line: int) -> int:
         raise TraceError(f"{what} {token!r} is not an integer", path, line) from None
     if value < 0:
         raise TraceError(f"{what} {value} is negative", path, line)
+    if what != "session count" and value > MAX_TRACE_SECONDS:
+        raise TraceError(f"{what} {token} {_TOO_LATE}", path, line)
     return value
 
 

@@ -148,3 +148,29 @@ def test_help_explains():
         assert cmd in result.stdout
     assert ".avt" in result.stdout and "up|down" in result.stdout
     assert "--skip-startup" in run("filter", "--help").stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "suffix", "line"),
+    [
+        ("n1 1 0 99999999999999999999999\n", ".avt", 1),  # hung at 438 MB before
+        ("# end: 100000000000\nn1 1 0 5\n", ".avt", 1),  # 20 s and 457 MB before
+        ("0 n1 up\n99999999999999999999999 n1 down\n", ".evt", 2),
+    ],
+)
+def test_absurd_times_are_refused_with_the_line(tmp_path, text, suffix, line):
+    bad = tmp_path / f"absurd{suffix}"
+    bad.write_text(text)
+    result = run("stats", bad)
+    assert result.exit_code == 2, result.output
+    err = result.stderr.strip().splitlines()
+    assert len(err) == 1 and f"{bad}:{line}:" in err[0]
+    assert "past the latest a trace may name" in err[0]
+
+
+def test_a_ten_year_trace_is_still_read(tmp_path):
+    from vinifera.churn_traces.formats import MAX_TRACE_SECONDS
+
+    ok = tmp_path / "long.avt"
+    ok.write_text(f"n1 1 0 {MAX_TRACE_SECONDS}\n")
+    assert read_trace(ok).end == MAX_TRACE_SECONDS
