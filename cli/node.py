@@ -315,13 +315,16 @@ def run(
         raise click.UsageError(str(err)) from None
     import trio
 
-    failed: OSError | None = None
+    failed: OSError | ViniferaError | None = None
     try:
         trio.run(_serve, settings, deliveries)
-    except* OSError as group:  # (trio's nursery wraps it in a group)
+    except* (OSError, ViniferaError) as group:  # (trio's nursery wraps it in a group)
         failed = group.exceptions[0]  # type: ignore[assignment]
         while isinstance(failed, BaseExceptionGroup):
             failed = failed.exceptions[0]
+    if isinstance(failed, ViniferaError):  # e.g. a control socket another node answers on
+        click.echo(f"Error: {failed}", err=True)
+        sys.exit(2)
     if failed is not None:
         what = failed.strerror or str(failed)
         click.echo(f"Error: cannot run the node on {settings.listen}: {what}", err=True)

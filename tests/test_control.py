@@ -117,3 +117,47 @@ def test_the_cli_client_sends_the_token(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=15)
+
+
+def test_a_second_node_on_a_live_control_path_is_refused_and_the_first_stays_reachable(tmp_path):
+    schema = tmp_path / "s.toml"
+    schema.write_text(SCHEMA_TOML)
+    sock = tmp_path / "n.sock"
+    args = [*cli(), "run", "--schema", str(schema), "--listen", "127.0.0.1:0", "--period", "0.5",
+            "--control", str(sock)]  # fmt: skip
+    first = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        while '"started"' not in (line := first.stderr.readline()):
+            assert line, "the first node exited"
+        second = subprocess.run(args, capture_output=True, text=True, timeout=30)
+        assert second.returncode == 2, second.stderr
+        err = second.stderr.strip().splitlines()
+        assert err[-1] == (
+            f"Error: control socket {sock} is in use by a running node: give this one another "
+            "--control path"
+        )
+        assert "Traceback" not in second.stderr
+        # before: the second node took the path over and deleted it on exit
+        assert request(str(sock), {"op": "status"})["address"]
+    finally:
+        first.terminate()
+        first.wait(timeout=15)
+    assert not sock.exists()  # the first node removed its own socket
+
+
+async def test_a_stale_socket_is_replaced_and_only_our_own_socket_is_removed(tmp_path):
+    import socket as stdsocket
+
+    path = tmp_path / "n.sock"
+    stale = stdsocket.socket(stdsocket.AF_UNIX)
+    stale.bind(str(path))
+    stale.close()  # a socket file nobody listens on: an earlier run's
+    async with vinifera.Node(SCHEMA, period=PERIOD, seed=1, control=str(path)):
+        assert (await trio.to_thread.run_sync(request, str(path), {"op": "status"}))["address"]
+        path.unlink()  # someone else puts their own socket at the path meanwhile
+        other = stdsocket.socket(stdsocket.AF_UNIX)
+        other.bind(str(path))
+    try:
+        assert path.exists()  # leaving, the node did not remove a socket it did not make
+    finally:
+        other.close()

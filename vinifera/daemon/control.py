@@ -166,13 +166,33 @@ async def _converse(runner, token: ControlToken | None, stream: trio.abc.Stream)
                 await stream.send_all(json.dumps(reply).encode() + b"\n")
 
 
+def _answers(path: Path) -> bool:
+    """Whether something listens on the Unix socket at `path` (a stale
+    socket file of a run that ended refuses the connection)."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(str(path))
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
+
+
 def _bind_unix(path: Path) -> socket.socket:
     """A listening Unix socket that only our user can connect to from the
     moment it exists: created under umask 0177 (mode 0600), not chmod-ed
-    after bind, which would leave a window under a permissive umask."""
+    after bind, which would leave a window under a permissive umask. A
+    socket a live node answers on is never taken over."""
     if path.exists() or path.is_symlink():
         if not stat.S_ISSOCK(path.lstat().st_mode):
             raise ControlError(f"{path} exists and is not a socket; refusing to replace it")
+        if _answers(path):
+            raise ControlError(
+                f"control socket {path} is in use by a running node: give this one another "
+                "--control path"
+            )
         path.unlink()  # a stale socket of an earlier run
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
@@ -192,9 +212,12 @@ async def serve_control(
 ) -> None:
     """Serve until cancelled; `task_status.started(address)` once listening."""
     check_control(addr, token)
+    made: tuple[int, int] | None = None  # (device, inode) of the socket file we made
     if is_unix(addr):
         path = Path(addr)
         sock = trio.socket.from_stdlib_socket(_bind_unix(path))
+        st = path.lstat()
+        made = (st.st_dev, st.st_ino)
         listeners = [trio.SocketListener(sock)]
         bound = str(path)
     else:
@@ -210,8 +233,19 @@ async def serve_control(
             await nursery.start(trio.serve_listeners, serve, listeners)
             task_status.started(bound)
     finally:
-        if is_unix(addr):
-            Path(addr).unlink(missing_ok=True)
+        if made is not None:
+            _remove_if_ours(Path(addr), made)
+
+
+def _remove_if_ours(path: Path, made: tuple[int, int]) -> None:
+    """Remove the socket file we bound, not one another process put at the
+    same path since (removing that would cut its node off)."""
+    try:
+        st = path.lstat()
+    except OSError:
+        return
+    if (st.st_dev, st.st_ino) == made:
+        path.unlink(missing_ok=True)
 
 
 # ----------------------------------------------------------------- client
