@@ -11,6 +11,7 @@ import click
 from vinifera import __version__
 from vinifera.cli.analyze import analyze
 from vinifera.cli.experiment import experiment
+from vinifera.cli.progress import RoundProgress
 from vinifera.cli.swarm import swarm
 from vinifera.cli.trace import trace
 
@@ -362,12 +363,13 @@ def sim_run(**opts) -> None:
                 "schema": Schema.numeric(config.attributes).to_dict(),
             },
         )
-    show_bar = not as_json and sys.stderr.isatty()
+    progress = RoundProgress(rounds)
     done = 0
 
     def note(r: int) -> None:
         nonlocal done
         done = r + 1
+        progress.update(done)
 
     def simulate(progress) -> dict:
         if not opts["limits"]:  # (one worker: run_parallel is Simulation.run)
@@ -379,11 +381,10 @@ def sim_run(**opts) -> None:
         return {**sim.run(progress), **path_limits(sim)}
 
     try:
-        if show_bar:
-            with click.progressbar(length=rounds, label="simulating", file=sys.stderr) as bar:
-                summary = simulate(lambda r: (note(r), bar.update(1)))
-        else:
+        try:
             summary = simulate(note)
+        finally:
+            progress.close()
     except KeyboardInterrupt:
         where = f"; the log so far is in {log_dir}" if log_dir else ""
         click.echo(f"interrupted after {done} of {rounds} rounds{where}", err=True)
@@ -399,6 +400,9 @@ def sim_run(**opts) -> None:
         width = max(len(k) for k in summary)
         for key, value in summary.items():
             click.echo(f"{key:<{width}}  {value}")
+        if log_dir is not None:
+            click.echo(f"\nlogs in {log_dir}; metrics: vinifera analyze {log_dir} --out "
+                       f"{log_dir / 'analysis'}")  # fmt: skip
     spare_the_exit()
 
 

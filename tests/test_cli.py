@@ -10,7 +10,11 @@ BIN = Path(sys.executable).parent
 
 def run(*args, check=False):
     return subprocess.run(
-        [str(BIN / args[0]), *args[1:]], capture_output=True, text=True, check=check, timeout=120
+        [str(BIN / args[0]), *map(str, args[1:])],
+        capture_output=True,
+        text=True,
+        check=check,
+        timeout=120,
     )
 
 
@@ -141,10 +145,16 @@ def test_a_log_dir_that_holds_a_run_is_refused_unless_forced(tmp_path):
     assert "Traceback" not in swarm.stderr + again.stderr
 
 
-def test_sim_run_human_output():
+def test_sim_run_human_output(tmp_path):
     out = run("vinifera", "sim", "run", "--nodes", "20", "--rounds", "5")
     assert out.returncode == 0, out.stderr
     assert "ring_correct_fraction" in out.stdout
+    assert "logs in" not in out.stdout
+    logs = tmp_path / "logs"
+    out = run("vinifera", "sim", "run", "--nodes", "20", "--rounds", "5", "--log-dir", logs)
+    assert out.stdout.splitlines()[-1] == (
+        f"logs in {logs}; metrics: vinifera analyze {logs} --out {logs / 'analysis'}"
+    )
 
 
 def test_sim_run_refuses_half_a_kill():
