@@ -138,8 +138,9 @@ def _opt(*names, **kw):
     "content_set",
     multiple=True,
     metavar="NAME=VALUE",
-    help="Set any delivery option of ContentConfig (vinifera/protocol/config.py), "
-    "e.g. --set push_from=any --set push_max_hops=none --set route_lookahead=false; "
+    help="Set any option of ContentConfig (delivery) or OverlayConfig (links) in "
+    "vinifera/protocol/config.py, e.g. --set push_from=any --set push_max_hops=none "
+    "--set route_lookahead=false --set ring_backups=2; "
     "values: true, false, none, numbers or words.  Repeat for several.",
 )
 @_opt(
@@ -457,7 +458,7 @@ def _trace_replay(o):
 
 def _sim_config(**o):
     """Command-line options -> SimConfig, with usage errors for bad combinations."""
-    from dataclasses import replace
+    from dataclasses import fields, replace
 
     from vinifera.protocol.config import OverlayConfig, settings_of, system_defaults
     from vinifera.sim.config import ChurnStep, SimConfig
@@ -514,11 +515,20 @@ def _sim_config(**o):
             if o["arrival_route_gap"] is None
             else o["arrival_route_gap"],
         )
+        # --set reaches ContentConfig and OverlayConfig (no field name is in both)
+        in_overlay = {f.name for f in fields(OverlayConfig)}
+        pairs = o["content_set"]
+        overlay_pairs = [p for p in pairs if p.partition("=")[0].strip() in in_overlay]
         try:
-            settings = settings_of(content, o["content_set"])
+            content = replace(
+                content,
+                **settings_of(
+                    content, [p for p in pairs if p not in overlay_pairs], also=sorted(in_overlay)
+                ),
+            )
+            overlay = replace(overlay, **settings_of(overlay, overlay_pairs))
         except ValueError as err:
             raise click.BadParameter(str(err), param_hint="--set") from None
-        content = replace(content, **settings)
         common = dict(
             seed=o["seed"],
             system=o["system"],

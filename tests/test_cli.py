@@ -82,10 +82,14 @@ def test_set_reaches_the_recorded_configuration_with_each_fields_type(tmp_path):
     out = run(
         "vinifera", "sim", "run", "--nodes", "20", "--rounds", "4", "--set", "push_from=any",
         "--set", "push_max_hops=none", "--set", "push_fanout=3", "--set", "route_lookahead=false",
-        "--set", "push_new_links=2.5", "--log-dir", str(tmp_path), "--json",
+        "--set", "push_new_links=2.5", "--set", "small_world_below_sample=true",
+        "--set", "ring_backups=2", "--log-dir", str(tmp_path), "--json",
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
-    content = json.loads((tmp_path / "manifest.json").read_text())["config"]["content"]
+    config = json.loads((tmp_path / "manifest.json").read_text())["config"]
+    assert config["overlay"]["small_world_below_sample"] is True  # OverlayConfig's fields too
+    assert config["overlay"]["ring_backups"] == 2
+    content = config["content"]
     pushes = (content["push_from"], content["push_max_hops"], content["push_fanout"])
     assert pushes == ("any", None, 3)
     assert content["route_lookahead"] is False and content["push_new_links"] == 2.5
@@ -94,6 +98,8 @@ def test_set_reaches_the_recorded_configuration_with_each_fields_type(tmp_path):
 def test_set_refuses_unknown_names_and_values_of_the_wrong_kind():
     for bad, says in (
         ("bogus=1", "push_from"),  # the known names are listed
+        ("bogus=1", "ring_backups"),  # the overlay's too
+        ("small_world_below_sample=3", "true or false"),
         ("push", "NAME=VALUE"),
         ("push=3", "true or false"),
         ("push_from=sideways", "push_from must be"),

@@ -350,3 +350,37 @@ def test_ring_offsets_without_a_modulo_are_the_modulo(target, ident, origin):
     lo, hi = sub.key_ranges["a0"]
     score = friend_score(origin, lo, hi, Profile("x", ident, sub), "a0")
     assert score == (-1.0, ring_distance(origin, ident), ident)
+
+
+def test_extended_rank_targets_reach_below_the_samples_resolution():
+    # 10,000 nodes, a 128-member sample: the sample's nearest member is
+    # about 78 nodes away, so rank_targets_sorted aims nothing nearer;
+    # extended_rank_targets spreads the links log-uniformly over all ranks
+    from bisect import bisect_left
+
+    from vinifera.protocol.tman import extended_rank_targets
+
+    rng = random.Random(7)
+    n = 10_000
+    ids = sorted(rng.randrange(RING_SIZE) for _ in range(n))
+    sample = sorted(rng.sample(ids[1:], RANK_SAMPLE_SIZE))
+    me, gap = ids[0], RING_SIZE // n
+    fractions = [(i + 0.5) / 200 for i in range(200)]
+
+    def ranks(targets):
+        return [bisect_left(ids, t) % n for t in targets]
+
+    old = ranks(rank_targets_sorted(me, sample, fractions))
+    new = ranks(extended_rank_targets(me, sample, fractions, gap, None))
+    below = n / RANK_SAMPLE_SIZE / 2
+    assert sum(r < below for r in old) == 0
+    share = sum(r < below for r in new) / len(new)
+    # log-uniform: log(39) / log(10,000) = 0.40 of the links below 39 nodes
+    assert 0.3 < share < 0.5, share
+    assert min(new) <= 3 and max(new) > n / 2
+    assert 30 < new[100] < 300  # the middle fraction: about sqrt(10,000) = 100 nodes on
+    # a population the sample resolves (128 nodes, all in it): the same as before
+    small = sorted({rng.randrange(RING_SIZE) for _ in range(RANK_SAMPLE_SIZE + 1)})
+    assert extended_rank_targets(small[0], small[1:], fractions, RING_SIZE // 129, None) == (
+        rank_targets_sorted(small[0], small[1:], fractions)
+    )

@@ -9,6 +9,7 @@ turns periods into that unit in one place, `OverlayConfig.durations()`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from typing import NamedTuple
 
@@ -56,6 +57,11 @@ class OverlayConfig:
     # afresh at the sample's member of that rank (docs/results.md, "Small-
     # world slots that keep their targets").
     small_world_aim_octaves: int = 2
+    # Small-world links shorter than the rank sample can see: the sample's
+    # nearest member clockwise is about N / RANK_SAMPLE_SIZE nodes away, so
+    # without this no small-world link is shorter than that, and the last
+    # stretch of every route walks ring links (tman.extended_rank_targets).
+    small_world_below_sample: bool = False
     # Ring neighbours remembered beyond the two ring links (Chord's successor
     # list): candidates, not links, so they cost no traffic, but when a ring
     # neighbour dies its replacement is already known.
@@ -462,20 +468,20 @@ def system_defaults(system: str) -> tuple[int, int, ContentConfig]:
     raise ValueError(f"unknown system {system!r} (vinifera or baseline)")
 
 
-def settings_of(config, pairs) -> dict:
+def settings_of(config, pairs, also: Sequence[str] = ()) -> dict:
     """NAME=VALUE strings (`vinifera sim run --set`) -> fields of a config
     dataclass, each value of its field's kind: true/false for a flag, none,
     a number, else the word. Unknown names and non-flags for flags raise
-    ValueError; the config's own checks judge the values."""
+    ValueError (naming `also` beside the config's fields: names another
+    config takes); the config's own checks judge the values."""
     known = {f.name: getattr(config, f.name) for f in fields(config)}
     out = {}
     for pair in pairs:
         name, sep, text = pair.partition("=")
         name, text = name.strip(), text.strip()
         if not sep or name not in known:
-            raise ValueError(
-                f"{pair!r}: expected NAME=VALUE with NAME one of {', '.join(sorted(known))}"
-            )
+            names = ", ".join(sorted([*known, *also]))
+            raise ValueError(f"{pair!r}: expected NAME=VALUE with NAME one of {names}")
         word = text.lower()
         old = known[name]
         value: object

@@ -19,6 +19,7 @@ from vinifera.protocol.tman import (
     RingIndex,
     SmallWorldAims,
     aimed_rank_targets,
+    extended_rank_targets,
     friend_score,
     in_target_octave,
     near_target,
@@ -197,20 +198,28 @@ def _small_world_targets(
     if n_sw <= 0 or not succs:
         return []
     if len(sorted_sample) >= MIN_RANK_SAMPLE:
+        fractions = sw_fractions[:n_sw]
+        if cfg.small_world_below_sample and preds:
+            gap = _local_gap(succs, preds)
+            return extended_rank_targets(me.ident, sorted_sample, fractions, gap, aims)
         if aims is not None and aims.octaves > 0:
-            return aimed_rank_targets(me.ident, sorted_sample, sw_fractions[:n_sw], aims)
-        return rank_targets_sorted(me.ident, sorted_sample, sw_fractions[:n_sw])
-    # too few samples yet: identifier distance. The typical distance between
-    # nodes here: the span of our ring neighbourhood over the number of gaps
-    # in it
-    span = (succs[-1].profile.ident - preds[-1].profile.ident) % RING_SIZE
-    gap = span // (len(succs) + len(preds))
+            return aimed_rank_targets(me.ident, sorted_sample, fractions, aims)
+        return rank_targets_sorted(me.ident, sorted_sample, fractions)
+    # too few samples yet: identifier distance
+    gap = _local_gap(succs, preds)
     # friends already reach our neighbourhood of interest: long links
     # start beyond the farthest of them
     for e in friends:
         d = (e.profile.ident - me.ident) % RING_SIZE
         gap = max(gap, min(d, RING_SIZE - d))
     return small_world_targets(me.ident, gap, sw_fractions[:n_sw])
+
+
+def _local_gap(succs: list[Entry], preds: list[Entry]) -> int:
+    """The typical identifier distance between nodes here: the span of our
+    ring neighbourhood over the number of gaps in it."""
+    span = (succs[-1].profile.ident - preds[-1].profile.ident) % RING_SIZE
+    return span // (len(succs) + len(preds))
 
 
 def tman_buffer(

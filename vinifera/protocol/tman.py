@@ -314,6 +314,57 @@ def aimed_rank_targets(
     return out
 
 
+# Sample members the nodes-per-sample-step estimate of extended_rank_targets
+# spans: more is steadier, fewer is more local.
+STEP_ESTIMATE_MEMBERS = 8
+
+
+def extended_rank_targets(
+    my_ident: int,
+    ordered: Sequence[int],
+    fractions: Sequence[float],
+    gap: int,
+    aims: SmallWorldAims | None,
+) -> list[int]:
+    """Kleinberg in rank space over the whole population, not only the part
+    the sample resolves. The sample's j-th member clockwise is about j * s
+    nodes away, where s, the nodes per sample step, is estimated near us:
+    the identifier distance to the STEP_ESTIMATE_MEMBERS-th member over
+    `gap` (the typical distance between nodes here). Fraction f aims at
+    population rank R = (m s)^f, log-uniform over every rank: from s on, at
+    the sample member of rank R / s (aimed_rank_targets, keeping aims);
+    below s, at R gaps from us. rank_targets_sorted instead spreads every
+    link over the sample's m ranks, none shorter than s nodes."""
+    after = bisect_right(ordered, my_ident)
+    before = bisect_left(ordered, my_ident)
+    m = len(ordered) - after + before
+    if not m:
+        return []
+    j = min(STEP_ESTIMATE_MEMBERS, m)
+    n_after = len(ordered) - after
+    member = ordered[after + j - 1] if j <= n_after else ordered[j - 1 - n_after]
+    reach = (member - my_ident) % RING_SIZE
+    step = max(1.0, reach / (j * max(gap, 1)))
+    log_step, log_m = math.log(step), math.log(m)
+    total = log_m + log_step  # log of the population's ranks, m * s
+    in_sample: list[float] = []
+    below: dict[int, int] = {}
+    for i, f in enumerate(fractions):
+        log_rank = f * total
+        if log_rank >= log_step or log_m == 0:
+            in_sample.append((log_rank - log_step) / log_m if log_m else 0.0)
+        else:
+            in_sample.append(0.0)  # a placeholder: the slot is aimed below
+            below[i] = (my_ident + int(math.exp(log_rank) * gap)) % RING_SIZE
+    if aims is not None and aims.octaves > 0:
+        out = aimed_rank_targets(my_ident, ordered, in_sample, aims)
+    else:
+        out = rank_targets_sorted(my_ident, ordered, in_sample)
+    for i, target in below.items():
+        out[i] = target
+    return out
+
+
 def select_small_world(
     targets: Sequence[int],
     candidates: Sequence[Entry],
