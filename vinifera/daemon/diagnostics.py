@@ -23,3 +23,12 @@ def configure(level: str = "info", stream=None) -> None:
         logger_factory=structlog.PrintLoggerFactory(stream or sys.stderr),
         cache_logger_on_first_use=True,
     )
+
+
+def node_logger():
+    """The node's diagnostics logger: as configured (the CLI: configure()),
+    else structlog's defaults on stderr, not stdout: a program that embeds
+    a node keeps its stdout for itself."""
+    if structlog.is_configured():
+        return structlog.get_logger("vinifera.node")
+    return structlog.wrap_logger(structlog.PrintLogger(sys.stderr))

@@ -19,11 +19,11 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 
-import structlog
 import trio
 
 from vinifera.daemon.admission import Admission, FairQueue
 from vinifera.daemon.control import serve_control
+from vinifera.daemon.diagnostics import node_logger
 from vinifera.daemon.gate import Gate
 from vinifera.daemon.journal import recent_deliveries
 from vinifera.daemon.settings import NodeSettings
@@ -99,6 +99,7 @@ class NodeRunner:
         self.failures: Counter = Counter()  # exception type -> datagrams it cost
         self._listeners: list[Callable[[Delivery], None]] = []
         self._cancel = trio.CancelScope()
+        self._stop_asked: trio.Event | None = None  # set by stop() once running
         self._started = trio.Event()
         self._dest_cache: dict[str, tuple[str, int]] = {}
         self._src_names: dict[tuple, str] = {}
@@ -115,7 +116,7 @@ class NodeRunner:
         # and whether we said so
         self._alone_since: float | None = None
         self._said_alone = False
-        self.log = structlog.get_logger("vinifera.node")
+        self.log = node_logger()
 
     # ----------------------------------------------------------------- life
 
@@ -162,6 +163,8 @@ class NodeRunner:
                     await self._execute(self.node.start(self.clock.now(), s.bootstrap))
                     nursery.start_soon(self._receive_loop, sock)
                     nursery.start_soon(self._tick_loop)
+                    self._stop_asked = trio.Event()
+                    nursery.start_soon(self._stop_when_asked)
                     if s.control is not None:
                         self.control_address = await nursery.start(
                             serve_control, self, s.control, s.control_token
@@ -182,7 +185,24 @@ class NodeRunner:
                 self._sock = None
 
     def stop(self) -> None:
-        """Leave gracefully (from any task of this trio run)."""
+        """Leave gracefully (from any task of this trio run): once the node
+        has sent on what it owes (_stop_when_asked), then leave."""
+        if self._stop_asked is None or self._sock is None:
+            self._cancel.cancel()
+        else:
+            self._stop_asked.set()
+
+    async def _stop_when_asked(self) -> None:
+        """After stop(): let the node tick until its own events are routed
+        and its up copies acknowledged (an event published just before
+        leaving went nowhere before: issue 73), at most publish_hold + 2
+        periods, and not at all once no bootstrap node has answered for
+        3 periods (_watch_bootstrap)."""
+        await self._stop_asked.wait()
+        s = self.settings
+        with trio.move_on_after((s.content_config().publish_hold + 2) * s.period):
+            while self.node.owes() and not self._said_alone:
+                await trio.sleep(s.period / 10)
         self._cancel.cancel()
 
     async def wait_started(self) -> None:

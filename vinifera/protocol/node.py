@@ -235,6 +235,11 @@ class Node:
         self.content.subscription_changed(now)
         return self._flush()
 
+    def owes(self) -> bool:
+        """Whether leaving now would lose events this node still has to send
+        on (a driver that can wait lets the node tick until it does not)."""
+        return self.alive and self.content.owes()
+
     def leave(self, now: float) -> list:
         """Graceful departure: tell the neighbours, log it, stop."""
         self._require_alive()

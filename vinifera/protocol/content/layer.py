@@ -17,7 +17,7 @@ from vinifera.protocol import messages as m
 from vinifera.protocol.config import ContentConfig
 from vinifera.protocol.content.balancing import Balancer
 from vinifera.protocol.content.crt import Crt
-from vinifera.protocol.content.forest import Forest
+from vinifera.protocol.content.forest import Forest, HeldEvent
 from vinifera.protocol.content.installation import Installation
 from vinifera.protocol.content.retry import Retries
 from vinifera.protocol.overlay import Overlay
@@ -267,6 +267,12 @@ class Content:
 
     def peer_gone(self, now: float, address: Hashable) -> None:
         self.installation.peer_gone(now, address)
+
+    def owes(self) -> bool:
+        """Events not yet safely on their way, which leaving now would lose:
+        ours held for a ring neighbour, or up copies not yet acknowledged."""
+        held = any(isinstance(item, HeldEvent) for item in self.forest.held)
+        return held or bool(self.retries.unacked)
 
     def on_ack(self, now: float, address: Hashable) -> None:
         self.retries.on_ack(now, address)
