@@ -49,3 +49,5 @@ if [ "${VINIFERA_NO_APT:-0}" != 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get 
         echo "note: libmimalloc2.0 not installed (see $APTLOG): simulations use glibc's malloc" >&2
     fi
 fi
+# The compiled build, wherever it can be made (scripts/compile_if_possible.sh).
+bash scripts/compile_if_possible.sh

@@ -1,7 +1,8 @@
 """The optional compiled build (scripts/build_compiled.sh) runs the same
 source: the simulator writes byte for byte the same logs and summary with
 it as with the .py files (VINIFERA_PURE=1 runs those despite the build).
-Runs only where the build is present; the default install is pure Python."""
+Runs only where the build is present (scripts/setup.sh makes it where a C
+compiler is)."""
 
 from __future__ import annotations
 
