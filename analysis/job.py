@@ -89,14 +89,24 @@ def _analyze(spark, spec: RunSpec, recs: ingest.Records, out, say) -> RunResult:
             f"--window {spec.window} cuts [{start - origin:g}, {end - origin:g}) s into "
             f"{count} windows"
         )
-    say(f"{usable} records in {len(files)} files; {sum(problems.values())} malformed")
+    say(f"{usable} records in {len(files)} files; {sum(problems.values())} unreadable")
 
     last_seen = spark.createDataFrame(sorted(last_t.items()), "node string, last_t double")
     m = metrics.measure(recs, spec.schema, start, end, spec.deadline, spec.window, count,
                         infer_crashes=spec.infer_crashes, last_seen=last_seen,
                         progress=say, nodes=sorted(last_t))  # fmt: skip
-    problems["invalid_event"] = m.extra["invalid_events"]
+    invalid = m.extra["invalid_events"]
+    if invalid and invalid == kinds.get("publish", 0):
+        raise InputError(
+            f"{spec.logdir}: the schema fits none of the {invalid} published events (its "
+            f"attributes: {', '.join(spec.schema.names)}): give the schema the logs were "
+            "written with (--schema)"
+        )
+    problems["invalid_event"] = invalid
     problems["invalid_subscription"] = m.extra["invalid_subscriptions"]
+    if invalid or m.extra["invalid_subscriptions"]:
+        say(f"{invalid} events and {m.extra['invalid_subscriptions']} subscriptions do not fit "
+            "the schema (counted as malformed)")  # fmt: skip
     problems = {k: v for k, v in problems.items() if v}
     # A line with an invalid subscription still counts as a join (with no
     # subscription), but it is malformed all the same.

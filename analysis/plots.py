@@ -18,6 +18,13 @@ _DPI = 110
 _MARKER_LIMIT = 80
 
 
+def _legend(ax, **kw) -> None:
+    """A legend when the axes have labelled lines (an empty one makes
+    matplotlib warn on the terminal, e.g. for a run with no events)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(**{"fontsize": "small", **kw})
+
+
 def fmt(value, digits: int = 3) -> str:
     """One precision for every ratio shown (tables, legends, findings)."""
     if value is None:
@@ -83,7 +90,7 @@ def hit_ratio(results, path: Path) -> Path:
     ax.set_ylim(max(0.0, bottom - 0.05) if bottom > 0.5 else -0.02, 1.01)
     ax.set_ylabel("hit ratio")
     ax.set_title("Hit ratio per time window, and the network size")
-    ax.legend(fontsize="small", loc="lower left")
+    _legend(ax, loc="lower left")
     ax.grid(alpha=0.3)
     _size_panel(size, results)
     size.set_xlabel(_time_label(results))
@@ -100,7 +107,7 @@ def overhead(results, path: Path) -> Path:
     ax.set_ylabel("traffic overhead")
     ax.set_ylim(-0.02, 1.02)
     ax.set_title("Traffic overhead per time window (copies to uninterested nodes / all copies)")
-    ax.legend(fontsize="small")
+    _legend(ax)
     ax.grid(alpha=0.3)
     return _save(fig, path)
 
@@ -125,7 +132,7 @@ def over_time(results, path: Path) -> Path:
         else:
             ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize="small", loc="lower left")
+    _legend(axes[0], loc="lower left")
     axes[0].set_title("Per time window, over the run")
     _size_panel(axes[3], results)
     axes[3].set_xlabel(_time_label(results))
@@ -147,7 +154,7 @@ def path_length(results, path: Path) -> Path:
     ax.set_xlabel("hops from publisher to subscriber")
     ax.set_ylabel("fraction of delivered pairs")
     ax.set_title("Delivery path length")
-    ax.legend(fontsize="small")
+    _legend(ax)
     ax.grid(alpha=0.3, axis="y")
     return _save(fig, path)
 
@@ -171,7 +178,7 @@ def load_cdf(results, path: Path) -> Path:
     ax.set_ylabel("fraction of nodes")
     ax.set_ylim(0, 1.02)
     ax.set_title("Load distribution (CDF)")
-    ax.legend(fontsize="small", loc="lower right")
+    _legend(ax, loc="lower right")
     ax.grid(alpha=0.3)
     return _save(fig, path)
 

@@ -331,3 +331,16 @@ def test_outputs(analyzed, spark):
                    f"3,1,{1 / 7}"]  # fmt: skip
     summary = json.loads((out / "summary.json").read_text())
     assert summary["logs"]["hit_ratio"] == round(7 / 9, 6)
+
+
+def test_a_schema_that_fits_none_of_the_events_is_an_error(analyzed, spark, tmp_path):
+    """Before: 0 events, exit 0, a progress line saying 0 malformed."""
+    from vinifera.analysis import inputs, job
+
+    root = analyzed[0]
+    other = tmp_path / "other.toml"
+    other.write_text('[attributes.temp]\ntype = "float"\nmin = -50\nmax = 50\n')
+    spec = inputs.resolve(str(root / "logs"), schema_path=other, start=10.0, end=40.0,
+                          deadline=5.0, window=10.0)  # fmt: skip
+    with pytest.raises(inputs.InputError, match="the schema fits none of the 8 published events"):
+        job.analyze(spark, [spec], tmp_path / "out")
