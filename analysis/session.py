@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -80,6 +81,40 @@ def start(
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session, True
+
+
+def unreachable_master(master: str | None, timeout: float = 3.0) -> str | None:
+    """For a standalone master (spark://host:port, or several for high
+    availability): why none of them accepts a connection, or None when one
+    does (or the master is not a standalone one). Spark itself would retry
+    its registration for about a minute and then fail with a Java stack."""
+    if master is None or not master.startswith("spark://"):
+        return None
+    reasons = []
+    for hostport in master[len("spark://") :].split(","):
+        host, _, port = hostport.rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+                return None
+        except (OSError, ValueError) as err:
+            reasons.append(f"{hostport}: {getattr(err, 'strerror', None) or err}")
+    return "no Spark master answers (" + "; ".join(reasons) + ")"
+
+
+def failure_cause(err: BaseException, log: Path | None) -> str:
+    """One line for a Spark start-up failure: the JVM's own cause where its
+    log names one (e.g. "All masters are unresponsive"), else the first
+    line of the error."""
+    if log is not None:
+        try:
+            lines = log.read_text(errors="replace").splitlines()
+        except OSError:
+            lines = []
+        for line in reversed(lines):
+            if "All masters are unresponsive" in line or "Exception:" in line:
+                return line.split(" ERROR ")[-1].strip()[:300]
+    first = str(err).strip().splitlines()
+    return (first[0] if first else type(err).__name__)[:300]
 
 
 def java_options(input_bytes: int | None) -> str:

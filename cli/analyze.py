@@ -121,6 +121,9 @@ def analyze(logdirs, out, master, window, deadline, start, end, schema_path, con
     def progress(msg: str) -> None:
         click.echo(f"analyze: {msg}", err=True)
 
+    unreachable = session.unreachable_master(master)
+    if unreachable is not None:
+        raise click.BadParameter(unreachable, param_hint="--master")
     progress("starting Spark (10-15 s)")
     from vinifera.analysis import job
 
@@ -131,8 +134,9 @@ def analyze(logdirs, out, master, window, deadline, start, end, schema_path, con
         )
     except Exception as err:  # noqa: BLE001 - py4j/JVM startup errors have no common type
         where = f"; Spark's output is in {spark_log}" if spark_log else ""
+        cause = session.failure_cause(err, spark_log)
         raise click.ClickException(
-            f"could not start Spark (master {master}): {err}{where}"
+            f"could not start Spark (master {master}): {cause}{where}"
         ) from None
     from pyspark.errors import AnalysisException
 

@@ -53,6 +53,23 @@ def test_bad_master(logs, tmp_path):
     assert res.exit_code == 2 and "not a Spark master URL" in res.output
 
 
+def test_a_master_nobody_answers_on_is_one_line_before_spark_starts(logs, tmp_path):
+    """Before: 65 s of Spark retrying, then a 45-line Java stack."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    master = f"spark://127.0.0.1:{port}"
+    schema = tmp_path / "s.toml"
+    schema.write_text('[attributes.a0]\ntype = "float"\nmin = 0\nmax = 1\n')
+    res = run(str(logs), "--out", str(tmp_path / "o"), "--schema", str(schema), "--master", master)
+    assert res.exit_code == 2, res.output
+    lines = res.output.strip().splitlines()
+    assert f"no Spark master answers (127.0.0.1:{port}: Connection refused)" in lines[-1]
+    assert "starting Spark" not in res.output and "Traceback" not in res.output
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -97,3 +114,22 @@ def test_other_commands_do_not_load_spark():
     code = "import sys, vinifera.cli.main; print('pyspark' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_spark_start_failure_is_said_by_its_cause_from_the_log(tmp_path):
+    from vinifera.analysis.session import failure_cause
+
+    log = tmp_path / "spark.log"
+    log.write_text(
+        "25/12/02 04:40:01 WARN StandaloneAppClient$ClientEndpoint: Failed to connect to master\n"
+        "25/12/02 04:41:01 ERROR StandaloneSchedulerBackend: Application has been killed. "
+        "Reason: All masters are unresponsive! Giving up.\n"
+    )
+    stack = RuntimeError("Cannot call methods on a stopped SparkContext.\n" + "\tat x.y\n" * 40)
+    assert failure_cause(stack, log) == (
+        "StandaloneSchedulerBackend: Application has been killed. Reason: All masters are "
+        "unresponsive! Giving up."
+    )
+    assert failure_cause(stack, tmp_path / "none.log") == (
+        "Cannot call methods on a stopped SparkContext."
+    )
