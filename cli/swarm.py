@@ -136,7 +136,9 @@ def up(nodes, backend, trace_path, speedup, start_h, end_h, duration, events_per
         raise click.UsageError("no node of the trace is up at its start; choose another --start")
     log_dir = log_dir.resolve()
     _refuse_running(log_dir)
+    made_dir = not log_dir.exists()
     log_dir.mkdir(parents=True, exist_ok=True)
+    before = set(log_dir.iterdir())
     sockets, temporary = _socket_dir(log_dir, nodes, backend)
     # `swarm down` (SIGTERM) stops the swarm as Ctrl-C does: cleanly.
     signal.signal(signal.SIGTERM, _interrupt)
@@ -151,6 +153,7 @@ def up(nodes, backend, trace_path, speedup, start_h, end_h, duration, events_per
                              events_per_second=events_per_second, info=info)  # fmt: skip
         summary = runner.run(duration, cut=cut)
     except BackendError as err:
+        _forget_failed_start(log_dir, before, made_dir)
         raise click.ClickException(str(err)) from None
     finally:
         _remove_sockets(sockets, temporary)
@@ -166,13 +169,31 @@ def up(nodes, backend, trace_path, speedup, start_h, end_h, duration, events_per
         click.echo(json.dumps(summary, indent=2))
     else:
         click.echo(_result_line(summary))
-    if summary["interrupted"]:
-        sys.exit(130)
+    if summary["interrupted"] and not _stopped_by_down:
+        sys.exit(130)  # Ctrl-C; `swarm down` is a normal stop (exit 0)
+
+
+_stopped_by_down = False
 
 
 def _interrupt(signum, frame) -> None:
+    global _stopped_by_down
+    _stopped_by_down = True
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: let the clean-up finish
     raise KeyboardInterrupt
+
+
+def _forget_failed_start(log_dir: Path, before: set, made_dir: bool) -> None:
+    """A swarm whose backend failed before any node ran leaves nothing: not
+    the manifest (which would say a swarm ran there) nor the schema it
+    wrote; what was in the folder before stays."""
+    new = [p for p in log_dir.iterdir() if p not in before]
+    if any(p.suffix == ".jsonl" or p.is_dir() for p in new):
+        return  # nodes ran: their logs are the record of what happened
+    for p in new:
+        p.unlink(missing_ok=True)
+    if made_dir and not any(log_dir.iterdir()):
+        log_dir.rmdir()
 
 
 def _result_line(summary: dict) -> str:

@@ -186,3 +186,50 @@ def test_control_sockets_live_in_the_log_folder_or_a_temp_folder_that_goes(tmp_p
     for folder, temp in ((short, False), (far, True)):
         _remove_sockets(folder, temp)
         assert not folder.exists()
+
+
+def test_a_container_backend_that_cannot_start_leaves_no_manifest(tmp_path):
+    """Before: runs/docker/manifest.json stayed, saying a swarm ran there."""
+    log_dir = tmp_path / "docker"
+    env = {**os.environ, "VINIFERA_CONTAINER_ENGINE": shutil.which("false") or "/bin/false"}
+    out = subprocess.run(
+        [*vinifera_cli(), "swarm", "up", "--backend", "docker", "--nodes", "2", "--duration", "5",
+         "--log-dir", str(log_dir)],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert out.stderr.strip().splitlines()[-1].startswith("Error: ")
+    assert not log_dir.exists()
+    kept = tmp_path / "kept"  # a folder that held something keeps it, and only it
+    kept.mkdir()
+    (kept / "notes.txt").write_text("mine")
+    subprocess.run(
+        [*vinifera_cli(), "swarm", "up", "--backend", "docker", "--nodes", "2", "--duration", "5",
+         "--log-dir", str(kept)],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert sorted(p.name for p in kept.iterdir()) == ["notes.txt"]
+
+
+def test_swarm_down_is_a_normal_stop_for_the_swarm_up_that_it_stops(tmp_path):
+    """Before: swarm up exited 130 after swarm down, as after Ctrl-C."""
+    import time
+
+    up = subprocess.Popen(
+        [*vinifera_cli(), "swarm", "up", "--nodes", "3", "--duration", "120", "--period", "0.25",
+         "--log-dir", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob("*.jsonl")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(1.0)
+        down = subprocess.run([*vinifera_cli(), "swarm", "down", str(tmp_path)],
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert down.returncode == 0, down.stderr
+        up.wait(timeout=120)
+    finally:
+        if up.poll() is None:
+            up.kill()
+    assert up.returncode == 0, up.stderr.read()
