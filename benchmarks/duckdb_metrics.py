@@ -1,4 +1,4 @@
-"""The EXPERIMENTS.md metrics computed with DuckDB straight from the JSON
+"""The docs/experiments.md metrics computed with DuckDB straight from the JSON
 logs: a yardstick for `vinifera analyze` (Spark), not part of the product.
 
 Same definitions as the analysis (docs/metrics.md): the measurement window,

@@ -12,7 +12,7 @@ prints, besides the summary metrics:
   traced back through the copies its senders received;
 - the routing in-degree (how many nodes hold a node as a link) and, for the
   node with the most in-links, what kind of link they hold it as;
-- the busiest relays (the load of EXPERIMENTS.md) with their in-degree;
+- the busiest relays (the load of docs/experiments.md) with their in-degree;
 - a lower bound for any routing over our links: on the same delivered
   pairs, the shortest-path (BFS) hop distance from the event's publisher to
   the subscriber, beside the measured path, in three graphs of the alive

@@ -7,6 +7,7 @@ synthetic trace made by `synthesize` is bundled: `bundled_trace_path()`.
 
 from __future__ import annotations
 
+import os
 from importlib.resources import files
 from pathlib import Path
 
@@ -56,11 +57,23 @@ def bundled_trace_path(name: str = BUNDLED_TRACE) -> Path:
     return Path(str(resource))
 
 
+def skype_trace_path() -> Path:
+    """Where the Skype superpeer trace is looked for by default: the file
+    VINIFERA_SKYPE_TRACE names, else ../shared/traces beside this checkout
+    (docs/experiments.md; the trace is not redistributed), whatever the
+    working directory."""
+    named = os.environ.get("VINIFERA_SKYPE_TRACE")
+    if named:
+        return Path(named)
+    return Path(__file__).resolve().parents[2] / "shared" / "traces" / "skype-superpeers.avt"
+
+
 def read_bundled_trace(name: str = BUNDLED_TRACE) -> Trace:
     return parse_avt(files(__package__).joinpath("data", name).read_text("utf-8"), name)
 
 
 __all__ = [
+    "skype_trace_path",
     "BUNDLED_RECIPE",
     "BUNDLED_TRACE",
     "SKYPE",

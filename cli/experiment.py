@@ -218,7 +218,8 @@ def _opt(*names, **kw):
 @_opt(
     "--trace",
     metavar="PATH",
-    help="fig5: the Skype superpeer trace.  [default: ../shared/traces/skype-superpeers.avt]",
+    help="fig5: the Skype superpeer trace.  [default: ../shared/traces/skype-superpeers.avt "
+    "beside the checkout, or the file VINIFERA_SKYPE_TRACE names]",
 )
 @_opt(
     "--set",

@@ -80,7 +80,7 @@ def _opt(*names, **kw):
     "--subscriptions",
     type=click.Choice(["random", "skewed"]),
     default="skewed",
-    help="Subscription workload (EXPERIMENTS.md).",
+    help="Subscription workload (docs/experiments.md).",
 )
 @_opt(
     "--attributes",
@@ -280,7 +280,7 @@ def sim_run(**opts) -> None:
     """Run one simulation and print its summary.
 
     Prints the overlay measurements and, when events are published, the
-    metrics of EXPERIMENTS.md over the measurement window: hit_ratio,
+    metrics of docs/experiments.md over the measurement window: hit_ratio,
     false_positives, duplicates, traffic_overhead, path_length, load_max,
     load_p95, events_published, expected_pairs.
 

@@ -19,7 +19,8 @@ def swarm() -> None:
     `up` starts one and runs it to the end; while it runs, `status DIR` shows
     its nodes and `down DIR` stops it. Everything stays in the log folder:
     node logs, manifest.json (settings, measurement window, node table) and
-    results.json (the metrics `up` printed). Analyze it with `vinifera analyze DIR`.
+    results.json (the metrics `up` printed). Analyze it with
+    `vinifera analyze DIR --out DIR/analysis`.
     """
 
 
@@ -67,7 +68,7 @@ def swarm() -> None:
               help="Gossip period of every node, seconds.")  # fmt: skip
 @click.option("--subscriptions", type=click.Choice(["skewed", "random"]), default="skewed",
               show_default=True,
-              help="Subscription and event workload (EXPERIMENTS.md): skewed (Zipf-popular "
+              help="Subscription and event workload (docs/experiments.md): skewed (Zipf-popular "
               "buckets) or random (uniform).")  # fmt: skip
 @click.option("--attributes", type=click.IntRange(1, 5), default=1, show_default=True,
               help="Numeric attributes a0, a1, ... each with domain [0, 1000].")  # fmt: skip

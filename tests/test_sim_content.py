@@ -1,4 +1,4 @@
-"""The content layer in the simulator: the EXPERIMENTS.md metrics.
+"""The content layer in the simulator: the docs/experiments.md metrics.
 
 Default-suite tests use a few hundred nodes; the N = 1,000 acceptance runs
 of the issue are marked slow (scripts/test.sh -m slow)."""

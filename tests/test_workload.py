@@ -1,4 +1,4 @@
-"""The reference workloads of EXPERIMENTS.md."""
+"""The reference workloads of docs/experiments.md."""
 
 import random
 from collections import Counter

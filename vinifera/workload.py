@@ -1,4 +1,4 @@
-"""The reference workloads of EXPERIMENTS.md ("Reference workload").
+"""The reference workloads of docs/experiments.md ("Reference workload").
 
 Shared by the simulator and the swarms (vinifera/sim, vinifera/swarm).
 

@@ -1,7 +1,7 @@
 """One point of a grid -> the SimConfig it runs: the system, the profile
 (ours or the paper's) and the figure's parameters.
 
-Profiles (../shared/EXPERIMENTS.md, "The paper's configuration"): the paper
+Profiles (docs/experiments.md, "The paper's configuration"): the paper
 draws identifiers uniformly at random and, after Fig. 3, uses K_sw = 0 and
 K_f = ceil(log2 N) - 2; ours places a node's identifier inside its own
 subscription and mixes K_f = 4 friends with K_sw = 4 small-world links.
@@ -23,7 +23,7 @@ from pathlib import Path
 from vinifera.protocol.config import OverlayConfig, system_defaults
 from vinifera.sim.config import SimConfig
 
-LINK_BUDGET = 8  # K_sw + K_f (EXPERIMENTS.md: 10 links = 2 ring + 8)
+LINK_BUDGET = 8  # K_sw + K_f (docs/experiments.md: 10 links = 2 ring + 8)
 
 
 def paper_friends(network_size: float) -> int:

@@ -1,4 +1,4 @@
-"""The paper's reported values (../shared/EXPERIMENTS.md, "The paper's
+"""The paper's reported values (docs/experiments.md, "The paper's
 numbers"), as data: marked on each PNG beside ours and compared in
 docs/evaluation.md.
 

@@ -19,7 +19,7 @@ from vinifera import __version__
 from vinifera.experiment import build, series
 from vinifera.sim.driver import Simulation
 
-# Summary fields kept in a row (EXPERIMENTS.md's metrics and what explains them).
+# Summary fields kept in a row (docs/experiments.md's metrics and what explains them).
 SUMMARY_FIELDS = (
     "hit_ratio",
     "traffic_overhead",

@@ -13,16 +13,18 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
+from vinifera.churn_traces import skype_trace_path
 from vinifera.experiment.params import PARAMS, GridError
 
-# Where ../shared/EXPERIMENTS.md says the Skype trace lives beside a checkout;
-# it is not redistributed, so users point --trace at their own copy.
-DEFAULT_TRACE = "../shared/traces/skype-superpeers.avt"
+# Where docs/experiments.md says the Skype trace lives beside a checkout
+# (or VINIFERA_SKYPE_TRACE); it is not redistributed, so users point
+# --trace at their own copy.
+DEFAULT_TRACE = str(skype_trace_path())
 SEEDS = (1, 2, 3)
 SYSTEMS = ("vinifera", "baseline")
 PROFILES = ("ours", "paper")
 WORKLOADS = ("random", "skewed")
-# EXPERIMENTS.md: 50 warm-up rounds, then 50 measured; 10 events per round.
+# docs/experiments.md: 50 warm-up rounds, then 50 measured; 10 events per round.
 STEADY = {"rounds": 100, "events_per_round": 10.0}
 
 

@@ -27,7 +27,7 @@ K_f = ceil(log2 N) - 2; in Fig. 3 the sweep sets the links, so there it
 differs from ours in the identifiers only). Everything else is the same in
 both. The baseline is 2 ring + 8 small-world links, random identifiers and
 one rendezvous per attribute. The paper's values are those of
-../shared/EXPERIMENTS.md, marked in black on each figure.
+docs/experiments.md, marked in black on each figure.
 
 Results are keyed by their configuration and the commit of the simulated
 code, and kept in the run's `results.jsonl`: a section whose grid was
@@ -122,7 +122,7 @@ def _claims_list(fig: Figure) -> list[str]:
     claims = CLAIMS.get(fig.name, ())
     if not claims:
         return []
-    out = ["The paper's numbers (EXPERIMENTS.md):", ""]
+    out = ["The paper's numbers (docs/experiments.md):", ""]
     out += [f"- {c.system}: {c.text}" for c in claims]
     return [*out, ""]
 

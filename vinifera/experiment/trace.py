@@ -11,7 +11,7 @@ from pathlib import Path
 from vinifera.churn_traces import Trace
 from vinifera.sim.replay import TraceInputError, TraceReplay, load_replay
 
-# EXPERIMENTS.md: a pair counts when the subscriber stays alive this many rounds.
+# docs/experiments.md: a pair counts when the subscriber stays alive this many rounds.
 DEADLINE_ROUNDS = 5.0
 
 

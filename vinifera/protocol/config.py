@@ -281,7 +281,7 @@ class ContentConfig:
     # after a crash) reaches the tree a few periods after it joined; without
     # this it misses what was published meanwhile (a trace replay at 240 s
     # per round lost 73% of the pairs of subscribers younger than 5 rounds).
-    # Matches the delivery deadline of ../shared/EXPERIMENTS.md (5 rounds).
+    # Matches the delivery deadline of docs/experiments.md (5 rounds).
     # The same memory hands a new predecessor found inside our arc the
     # recent events we were the rendezvous of for its keys (Forest.hand_over),
     # and sends a row that merely moved to us the events we took for ours

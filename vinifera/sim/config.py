@@ -35,7 +35,7 @@ class SimConfig:
     nodes: int = 1000
     rounds: int = 50
     seed: int = 1
-    # Workload of ../shared/EXPERIMENTS.md: "random" or "skewed" subscriptions
+    # Workload of docs/experiments.md: "random" or "skewed" subscriptions
     # over `attributes` numeric attributes with domain [0, 1000].
     subscriptions: str = "skewed"
     attributes: int = 1

@@ -1,5 +1,5 @@
 """The limits of a run's own final graph, beside what the run measured
-(../shared/EXPERIMENTS.md, "Delivery path length"): what no routing over
+(docs/experiments.md, "Delivery path length"): what no routing over
 the same links could beat.
 
 The graph is the routing links of the alive nodes at the end of the run,

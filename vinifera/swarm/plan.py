@@ -41,7 +41,7 @@ class SwarmPlan:
 
 
 def reference_schema(d: int = 1) -> Schema:
-    """EXPERIMENTS.md: d numeric attributes with domain [0, 1000]."""
+    """docs/experiments.md: d numeric attributes with domain [0, 1000]."""
     return Schema.numeric(d, 0.0, 1000.0)
 
 

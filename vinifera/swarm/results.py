@@ -1,4 +1,4 @@
-"""The EXPERIMENTS.md metrics of a swarm run, straight from its node logs
+"""The docs/experiments.md metrics of a swarm run, straight from its node logs
 (the same Ledger the simulator uses; `vinifera analyze` does it in Spark,
 with the same measurement window and the same rule for logs that stop
 without a leave: vinifera/swarm/window.py, docs/metrics.md)."""

@@ -9,7 +9,7 @@ seconds):
 - `origin`: when it started the first node (time zero of every plot);
 - `measure_from`: when it started publishing (the overlay had formed);
 - `measure_until`: when it stopped publishing (the end of the run, or Ctrl-C);
-- `period` and `deadline_periods` (EXPERIMENTS.md: 5 rounds).
+- `period` and `deadline_periods` (docs/experiments.md: 5 rounds).
 
 Events count when published in [measure_from, measure_until - deadline):
 every counted event has its whole delivery deadline inside the run, before
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# EXPERIMENTS.md: the delivery deadline is 5 rounds (gossip periods).
+# docs/experiments.md: the delivery deadline is 5 rounds (gossip periods).
 DEADLINE_PERIODS = 5.0
 
 
