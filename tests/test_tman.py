@@ -384,3 +384,45 @@ def test_extended_rank_targets_reach_below_the_samples_resolution():
     assert extended_rank_targets(small[0], small[1:], fractions, RING_SIZE // 129, None) == (
         rank_targets_sorted(small[0], small[1:], fractions)
     )
+
+
+def test_extended_rank_targets_keep_their_points_through_sample_noise():
+    """The sample turning over and the gap wobbling period after period:
+    with aims the points seldom move; aimed afresh every time, they follow
+    the noise."""
+    from bisect import bisect_left
+
+    from vinifera.protocol.tman import SmallWorldAims, extended_rank_targets
+
+    rng = random.Random(3)
+    n = 10_000
+    ids = sorted(rng.randrange(RING_SIZE) for _ in range(n))
+    me, gap = ids[0], RING_SIZE // n
+    fractions = [rng.random() for _ in range(6)]
+
+    def noisy_calls(aims):
+        sample = rng.sample(ids[1:], RANK_SAMPLE_SIZE)
+        for _ in range(80):
+            # one shuffle reply's worth of turnover a period (IdentifierSample)
+            for k in rng.sample(range(RANK_SAMPLE_SIZE), 8):
+                sample[k] = rng.choice(ids[1:])
+            sample = sorted(sample)
+            wobble = int(gap * rng.uniform(0.8, 1.25))
+            if aims is not None:  # the node's own observation, once a period
+                aims.observe(me, sample, wobble)
+            yield [bisect_left(ids, t) for t in extended_rank_targets(me, sample, fractions,
+                                                                        wobble, aims)]  # fmt: skip
+
+    def moves(calls):
+        for _ in range(30):  # a warm-up: the smoothed step settles
+            last = next(calls)
+        moved = 0
+        for ranks in calls:
+            moved += sum(a != b for a, b in zip(last, ranks, strict=True))
+            last = ranks
+        return moved
+
+    # 50 periods of 6 slots: a point moves when a sample member lands before
+    # a point below the sample, or the sample ranks a point out of its octaves
+    assert moves(noisy_calls(SmallWorldAims(2))) <= 6
+    assert moves(noisy_calls(None)) > 60

@@ -46,6 +46,7 @@ from vinifera.protocol.tman import (
     overlap_counts,
 )
 from vinifera.protocol.vetting import SourceCaps, Vetting
+from vinifera.ring import RING_SIZE
 
 # Candidates remembered as checked against links that stand (selection_stands)
 MAX_CHECKED = 4 * MAX_INBOX
@@ -169,6 +170,8 @@ class Overlay:
         before = self.links.by_address
         known = self._candidates(now)
         self._update_primary(now, known.values())
+        if self.config.small_world_below_sample:
+            self.sw_aims.observe(self.profile.ident, self.id_sample.sorted, self._ring_gap())
         self._reselect(now, known)
         kept = self.links.by_address
         if self.next_hops:
@@ -367,6 +370,19 @@ class Overlay:
         if self.primary.update(overlap_counts(sub, cands)):
             rec = record(now, self.name, "primary", before=before, after=self.primary.current)
             self.out.append(Log(rec))
+
+    def _ring_gap(self) -> int:
+        """The typical identifier distance between nodes here, from our ring
+        links and backups (0 without a ring)."""
+        me = self.profile.ident
+        by_address = self.links.by_address
+        ring = [by_address[a] for a in (self.links.succ, self.links.pred) if a in by_address]
+        offsets = [(e.profile.ident - me) % RING_SIZE for e in (*ring, *self.ring_backups)]
+        ahead = [d for d in offsets if 0 < d <= RING_SIZE // 2]
+        behind = [RING_SIZE - d for d in offsets if d > RING_SIZE // 2]
+        if not ahead or not behind:
+            return 0
+        return (max(ahead) + max(behind)) // (len(ahead) + len(behind))
 
     def _reselect(self, now: float, pool: dict[Hashable, Entry]) -> None:
         self._pool = cands = list(pool.values())

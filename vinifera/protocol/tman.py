@@ -266,11 +266,30 @@ class SmallWorldAims:
     While the sample fills, every slot is aimed afresh each time: what the
     first nodes met say of the ranks is soon out of date."""
 
-    __slots__ = ("points", "octaves")
+    __slots__ = ("points", "octaves", "log_step", "unit")
 
     def __init__(self, octaves: int) -> None:
         self.points: list[int | None] = []
         self.octaves = octaves
+        # For extended_rank_targets, from observe(): the log of the nodes per
+        # sample step, smoothed, and the typical gap between nodes here.
+        self.log_step: float | None = None
+        self.unit = 1
+
+    def observe(self, my_ident: int, ordered: Sequence[int], gap: int) -> None:
+        """Once a period, from the node's own ring neighbourhood (not from
+        the candidate sets selections try, which differ): the estimates
+        extended_rank_targets aims with. One estimate of the step is an
+        order statistic of the sample; smoothed over periods (the sample
+        turns over a few members a period) it moves the wanted ranks by a
+        few percent instead of tens."""
+        if len(ordered) < RANK_SAMPLE_SIZE or gap <= 0:
+            self.log_step = None
+            return
+        log_step = _log_step(my_ident, ordered, gap)
+        if self.log_step is not None:
+            log_step = self.log_step + STEP_SMOOTHING * (log_step - self.log_step)
+        self.log_step, self.unit = log_step, gap
 
 
 def clockwise_rank(my_ident: int, ordered: Sequence[int], point: int) -> int:
@@ -317,6 +336,18 @@ def aimed_rank_targets(
 # Sample members the nodes-per-sample-step estimate of extended_rank_targets
 # spans: more is steadier, fewer is more local.
 STEP_ESTIMATE_MEMBERS = 8
+# Weight of a new estimate in the smoothed one (an exponential average).
+STEP_SMOOTHING = 0.1
+
+
+def _log_step(my_ident: int, ordered: Sequence[int], gap: int) -> float:
+    """The log of the nodes per sample step near us (extended_rank_targets)."""
+    after = bisect_right(ordered, my_ident)
+    n_after = len(ordered) - after
+    m = n_after + bisect_left(ordered, my_ident)
+    j = min(STEP_ESTIMATE_MEMBERS, m)
+    member = ordered[after + j - 1] if j <= n_after else ordered[j - 1 - n_after]
+    return math.log(max(1.0, ((member - my_ident) % RING_SIZE) / (j * max(gap, 1))))
 
 
 def extended_rank_targets(
@@ -332,36 +363,65 @@ def extended_rank_targets(
     the identifier distance to the STEP_ESTIMATE_MEMBERS-th member over
     `gap` (the typical distance between nodes here). Fraction f aims at
     population rank R = (m s)^f, log-uniform over every rank: from s on, at
-    the sample member of rank R / s (aimed_rank_targets, keeping aims);
-    below s, at R gaps from us. rank_targets_sorted instead spreads every
-    link over the sample's m ranks, none shorter than s nodes."""
+    the sample member of rank R / s; below s, at R gaps from us.
+    rank_targets_sorted instead spreads every link over the sample's m
+    ranks, none shorter than s nodes.
+
+    With `aims` that observed the node's neighbourhood (SmallWorldAims.
+    observe, once the sample is full), s and the gap are aims' smoothed
+    estimates, the same for every selection a period tries, and a slot
+    keeps its point while its sample rank times s is within aims.octaves of
+    R (below s: at most aims.octaves members before it). A point
+    aimed afresh at every change would move the link, its routes and rows
+    every period."""
     after = bisect_right(ordered, my_ident)
     before = bisect_left(ordered, my_ident)
-    m = len(ordered) - after + before
+    n_after = len(ordered) - after
+    m = n_after + before
     if not m:
         return []
-    j = min(STEP_ESTIMATE_MEMBERS, m)
-    n_after = len(ordered) - after
-    member = ordered[after + j - 1] if j <= n_after else ordered[j - 1 - n_after]
-    reach = (member - my_ident) % RING_SIZE
-    step = max(1.0, reach / (j * max(gap, 1)))
-    log_step, log_m = math.log(step), math.log(m)
-    total = log_m + log_step  # log of the population's ranks, m * s
-    in_sample: list[float] = []
-    below: dict[int, int] = {}
-    for i, f in enumerate(fractions):
-        log_rank = f * total
-        if log_rank >= log_step or log_m == 0:
-            in_sample.append((log_rank - log_step) / log_m if log_m else 0.0)
-        else:
-            in_sample.append(0.0)  # a placeholder: the slot is aimed below
-            below[i] = (my_ident + int(math.exp(log_rank) * gap)) % RING_SIZE
-    if aims is not None and aims.octaves > 0:
-        out = aimed_rank_targets(my_ident, ordered, in_sample, aims)
+    observed = aims.log_step if aims is not None and aims.octaves > 0 else None
+    hold = observed is not None
+    if observed is not None:
+        log_step, unit = observed, aims.unit  # type: ignore[union-attr]
     else:
-        out = rank_targets_sorted(my_ident, ordered, in_sample)
-    for i, target in below.items():
-        out[i] = target
+        unit = max(gap, 1)
+        log_step = _log_step(my_ident, ordered, unit)
+    step = math.exp(log_step)
+    total = math.log(m) + log_step  # log of the population's ranks, m * s
+    points = aims.points if aims is not None else []
+    if len(points) < len(fractions):
+        points.extend([None] * (len(fractions) - len(points)))
+    out = []
+    for i, f in enumerate(fractions):
+        want = math.exp(f * total)
+        held = points[i]
+        if hold and held is not None:
+            # the sample's count before the point, times s: within
+            # aims.octaves of R, with aims.octaves members of slack (as
+            # aimed_rank_targets); below s no lower bound (the count is 0)
+            have = clockwise_rank(my_ident, ordered, held) * step
+            octaves = aims.octaves  # type: ignore[union-attr]
+            tolerance = float(1 << octaves)
+            keep = have <= want * tolerance + octaves * step and (
+                want < step or want / tolerance <= have
+            )
+            if keep:
+                out.append(held)
+                continue
+        if want < step:
+            # between the gap (rank 1) and the first sample member (rank
+            # about s), log-linearly: the point lies before that member
+            # whatever the density does in between
+            first = (ordered[after] if n_after else ordered[0]) - my_ident
+            reach = max(first % RING_SIZE, unit)
+            scale = math.log(want) / log_step if log_step > 0 else 0.0
+            point = (my_ident + int(unit * (reach / unit) ** scale)) % RING_SIZE
+        else:
+            k = min(m, int(want / step))  # the 1-based sample rank
+            point = ordered[after + k - 1] if k <= n_after else ordered[k - 1 - n_after]
+        points[i] = point
+        out.append(point)
     return out
 
 
