@@ -39,8 +39,22 @@ def _times(result) -> list[float]:
     return [(w["start"] + w["end"]) / 2 for w in result.windows]
 
 
-def _style(result) -> dict:
-    return {"marker": "." if len(result.windows) <= _MARKER_LIMIT else None, "linewidth": 1.2}
+# Per series (in order): two series that coincide (both at 1.0) stay visible
+# as a solid line with dots and a dashed one with hollow squares.
+_MARKERS = ("o", "s", "^", "D", "v")
+_LINESTYLES = ("-", "--", "-.", ":")
+
+
+def _style(result, i: int = 0) -> dict:
+    many = len(result.windows) > _MARKER_LIMIT
+    return {
+        "marker": None if many else _MARKERS[i % len(_MARKERS)],
+        "markersize": 4 + 2 * (i % 2),
+        "markerfacecolor": "none" if i % 2 else None,
+        "linestyle": _LINESTYLES[i % len(_LINESTYLES)],
+        "linewidth": 1.2,
+        "clip_on": False,  # a series at exactly 1.0 is drawn whole on the top edge
+    }
 
 
 def _time_label(results) -> str:
@@ -82,12 +96,14 @@ def hit_ratio(results, path: Path) -> Path:
     fig, (ax, size) = plt.subplots(
         2, 1, figsize=(8, 5.5), sharex=True, gridspec_kw={"height_ratios": [2, 1]}
     )
-    for r in results:
-        ax.plot(_times(r), [w["hit_ratio"] for w in r.windows], label=r.spec.label, **_style(r))
+    for i, r in enumerate(results):
+        ax.plot(_times(r), [w["hit_ratio"] for w in r.windows], label=r.spec.label,
+                **_style(r, i))  # fmt: skip
     lows = [w["hit_ratio"] for r in results for w in r.windows if w["hit_ratio"] is not None]
     bottom = min(lows, default=0.0)
-    # Zoom in when every window is near 1, so the series do not sit on one line.
-    ax.set_ylim(max(0.0, bottom - 0.05) if bottom > 0.5 else -0.02, 1.01)
+    # Zoom in when every window is near 1, so the series do not sit on one
+    # line; the axis ends at 1.0, the most a hit ratio can be.
+    ax.set_ylim(max(0.0, bottom - 0.05) if bottom > 0.5 else -0.02, 1.0)
     ax.set_ylabel("hit ratio")
     ax.set_title("Hit ratio per time window, and the network size")
     _legend(ax, loc="lower left")
@@ -99,10 +115,10 @@ def hit_ratio(results, path: Path) -> Path:
 
 def overhead(results, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    for r in results:
+    for i, r in enumerate(results):
         ax.plot(_times(r), [w["traffic_overhead"] for w in r.windows],
                 label=f"{r.spec.label} (overall {fmt(r.summary['traffic_overhead'])})",
-                **_style(r))  # fmt: skip
+                **_style(r, i))  # fmt: skip
     ax.set_xlabel(_time_label(results))
     ax.set_ylabel("traffic overhead")
     ax.set_ylim(-0.02, 1.02)
@@ -124,8 +140,8 @@ def over_time(results, path: Path) -> Path:
         ("path_length", "path length (hops)", None),
     )
     for ax, (key, label, limits) in zip(axes, rows, strict=False):
-        for r in results:
-            ax.plot(_times(r), [w[key] for w in r.windows], label=r.spec.label, **_style(r))
+        for i, r in enumerate(results):
+            ax.plot(_times(r), [w[key] for w in r.windows], label=r.spec.label, **_style(r, i))
         ax.set_ylabel(label)
         if limits:
             ax.set_ylim(*limits)

@@ -49,3 +49,46 @@ def test_findings_compare_each_run_with_the_baseline_by_ratio():
     assert "5.0× lower traffic overhead (0.100 vs 0.500)" in line
     assert "2.5× lower max load" in line and "2.0× shorter path length (4.00 vs 8.00)" in line
     assert "the same hit ratio (1.000)" in line and "the same 95th-percentile load" in line
+
+
+def test_two_hit_ratio_series_both_at_one_are_both_visible(tmp_path, monkeypatch):
+    """Before: one line hid the other, the axis went past 1.0."""
+    from vinifera.analysis import plots
+
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
+    results = [
+        SimpleNamespace(spec=SimpleNamespace(label=label, kind="simulator"),
+                        windows=[window(i) for i in range(6)], summary={})
+        for label in ("vinifera", "baseline")
+    ]  # fmt: skip
+    plots.hit_ratio(results, tmp_path / "hit.png")
+    ax = figures[0].axes[0]
+    lines = [line for line in ax.get_lines() if line.get_label() in ("vinifera", "baseline")]
+    assert len(lines) == 2
+    assert all(list(line.get_ydata()) == [1.0] * 6 for line in lines)
+    looks = {
+        (line.get_marker(), line.get_linestyle(), line.get_markerfacecolor()) for line in lines
+    }
+    assert len(looks) == 2  # told apart though they coincide
+    assert ax.get_ylim()[1] == 1.0 and not any(line.get_clip_on() for line in lines)
+
+
+def test_a_paper_value_at_an_x_of_its_own_gets_a_labelled_tick():
+    """Before: Fig. 3's K_f = 8 marker sat past the last tick, unlabelled."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from vinifera.experiment import plots
+    from vinifera.experiment.claims import CLAIMS
+    from vinifera.experiment.figures import FIGURES
+
+    fig3 = FIGURES["fig3"]
+    claims = [c for c in CLAIMS["fig3"] if c.x is not None and c.value is not None]
+    assert claims and max(c.x for c in claims) == 8
+    _, ax = plt.subplots()
+    plots._lines(ax, fig3, [], claims[0].metric, claims)
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert "8" in labels

@@ -134,8 +134,10 @@ def _lines(ax, fig: Figure, rows: list[dict], metric: str, claims: list[Claim]) 
     if fig.log_x:
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(NullFormatter())
-    if xs_all:
-        ax.set_xticks(xs_all, [f"{x:g}" for x in xs_all])
+    # the paper's values at an x of their own (Fig. 3's K_f = 8) get a tick too
+    ticks = sorted({*xs_all, *(c.x for c in claims if c.x is not None and c.value is not None)})
+    if ticks:
+        ax.set_xticks(ticks, [f"{x:g}" for x in ticks])
     for claim in claims:
         _mark(ax, claim, xs_all, baseline)
 
