@@ -328,6 +328,11 @@ class ContentConfig:
     # cost 1.92 -> 2.52 -> 3.21; N = 1,000 without churn, cost +1.5%
     # (docs/decisions/delivery-efficiency.md).
     push_new_links: float = 30.0
+    # Whether a small-world link counts as new for push_new_links. Off, only
+    # new ring and friend links do: with small_world_below_sample, small-
+    # world links move among old nodes often enough to make those pushes
+    # redundant copies.
+    push_new_small_world: bool = True
     # Do not push to a link that is also a link of the node the copy came
     # from (its links we know with look-ahead): that node pushed to its
     # matching links itself.

@@ -465,6 +465,8 @@ class Forest:
             fresh = now - cfg.push_new_links * c.period
             since = c.overlay.link_since
             new = {a for a in links.by_address if since.get(a, fresh) > fresh}
+            if not cfg.push_new_small_world:
+                new.difference_update(links.small_world)
         if pushed_new:  # the new links had it then
             skip = skip | new
         targets = [
