@@ -10,6 +10,7 @@ from vinifera.daemon.admission import Limits
 from vinifera.daemon.control import ControlToken, check_control
 from vinifera.errors import ViniferaError
 from vinifera.protocol.config import (
+    BASELINE_OVERLAY,
     VINIFERA_LINKS,
     ContentConfig,
     OverlayConfig,
@@ -147,6 +148,7 @@ class NodeSettings:
             silent_memory=30.0,
             friends=friends,
             small_world=small_world,
+            **(BASELINE_OVERLAY if self.system == "baseline" else {}),
         )
 
     def content_config(self) -> ContentConfig:

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 
-from vinifera.protocol.config import ContentConfig, OverlayConfig, system_defaults
+from vinifera.protocol.config import (
+    BASELINE_OVERLAY,
+    ContentConfig,
+    OverlayConfig,
+    system_defaults,
+)
 from vinifera.sim.network import NetworkModel
 from vinifera.sim.replay import TraceReplay
 
@@ -65,6 +70,9 @@ class SimConfig:
     replay: TraceReplay | None = None
 
     def __post_init__(self) -> None:
+        if self.system == "baseline" and self.overlay.small_world_below_sample:
+            # the baseline keeps the links it always had (BASELINE_OVERLAY)
+            object.__setattr__(self, "overlay", self.overlay.with_(**BASELINE_OVERLAY))
         if self.nodes < 1:
             raise ValueError("nodes must be >= 1")
         if self.rounds < 1:
