@@ -660,11 +660,18 @@ def test_only_young_copies_and_the_route_push_and_new_links_get_pushes_anyway():
     key = node.profile.ident  # ours: the up copy ends here, and is pushed on
     up = msgs.EventMessage(others[3].profile, 3, event, "a0", key, 9, True)
     assert _pushes(node.receive(0.5, up)) == [(1, 10), (4, 10)]
-    # new links: link 4 became one at 0.5, link 1 long before
-    node, others = _pusher(ContentConfig(balancing=False, push_new_links=2.0))
+    # new links: link 4 (small-world) became one at 0.5, link 1 long before
+    node, others = _pusher(ContentConfig(balancing=False, push_new_links=2.0,
+                                         push_new_small_world=True))  # fmt: skip
     node.overlay.link_since.update({1: -10.0, 4: 0.5})
     assert _pushes(node.receive(1.0, msgs.EventPush(others[3].profile, 4, event, 5))) == [(4, 6)]
     assert _pushes(node.receive(3.0, msgs.EventPush(others[3].profile, 5, event, 5))) == []
+    # by default a new small-world link is no newcomer's sign; a new ring link is
+    node, others = _pusher(ContentConfig(balancing=False, push_new_links=2.0))
+    node.overlay.link_since.update({1: -10.0, 4: 0.5})
+    assert _pushes(node.receive(1.0, msgs.EventPush(others[3].profile, 4, event, 5))) == []
+    node.overlay.link_since.update({1: 0.5})  # the successor, wanting a0 too
+    assert _pushes(node.receive(1.0, msgs.EventPush(others[3].profile, 6, event, 5))) == [(1, 6)]
 
 
 def test_a_pushed_node_sends_the_event_down_its_rows_at_once():
