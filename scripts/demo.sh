@@ -16,7 +16,7 @@ mkdir -p "$OUT"
 for system in vinifera baseline; do
     echo "simulating $system ..." >&2
     .venv/bin/vinifera sim run --system "$system" --nodes 300 --rounds 60 --seed 1 \
-        --events-per-round 10 --log-dir "$OUT/$system" --json > "$OUT/$system.json.tmp"
+        --events-per-round 10 --log-dir "$OUT/$system" --force --json > "$OUT/$system.json.tmp"
     mv "$OUT/$system.json.tmp" "$OUT/$system.json"
 done
 .venv/bin/python - "$OUT" <<'PY'
