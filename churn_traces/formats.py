@@ -120,14 +120,14 @@ def _check_sessions(node: str, ss: Sequence[Session]) -> None:
         prev_end = e
 
 
-def _int(token: str, what: str, path: str, line: int) -> int:
+def _int(token: str, what: str, path: str, line: int, most: int | None = MAX_TRACE_SECONDS) -> int:
     try:
         value = int(token)
     except ValueError:
         raise TraceError(f"{what} {token!r} is not an integer", path, line) from None
     if value < 0:
         raise TraceError(f"{what} {value} is negative", path, line)
-    if what != "session count" and value > MAX_TRACE_SECONDS:
+    if most is not None and value > most:
         raise TraceError(f"{what} {token} {_TOO_LATE}", path, line)
     return value
 
@@ -161,7 +161,7 @@ def parse_avt(text: str, name: str = "<avt>") -> Trace:
         node = parts[0]
         if len(parts) < 2:
             raise TraceError(f"node {node}: missing session count", name, no)
-        n = _int(parts[1], "session count", name, no)
+        n = _int(parts[1], "session count", name, no, most=None)  # the list must match it
         times = parts[2:]
         if n == 0:
             raise TraceError(f"node {node}: bad count 0 (list only nodes seen up)", name, no)

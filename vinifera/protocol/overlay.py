@@ -32,6 +32,7 @@ from vinifera.protocol.records import node_name, record
 from vinifera.protocol.selection import (
     IdentifierSample,
     links_record,
+    local_gap,
     select_links,
     selection_stands,
     tman_buffer,
@@ -377,12 +378,18 @@ class Overlay:
         me = self.profile.ident
         by_address = self.links.by_address
         ring = [by_address[a] for a in (self.links.succ, self.links.pred) if a in by_address]
-        offsets = [(e.profile.ident - me) % RING_SIZE for e in (*ring, *self.ring_backups)]
-        ahead = [d for d in offsets if 0 < d <= RING_SIZE // 2]
-        behind = [RING_SIZE - d for d in offsets if d > RING_SIZE // 2]
+        ahead, behind = [], []  # (distance, entry) on either side
+        for e in (*ring, *self.ring_backups):
+            d = (e.profile.ident - me) % RING_SIZE
+            if 0 < d <= RING_SIZE // 2:
+                ahead.append((d, e))
+            elif d:
+                behind.append((RING_SIZE - d, e))
         if not ahead or not behind:
             return 0
-        return (max(ahead) + max(behind)) // (len(ahead) + len(behind))
+        ahead.sort(key=lambda x: x[0])
+        behind.sort(key=lambda x: x[0])
+        return local_gap([e for _, e in ahead], [e for _, e in behind])
 
     def _reselect(self, now: float, pool: dict[Hashable, Entry]) -> None:
         self._pool = cands = list(pool.values())

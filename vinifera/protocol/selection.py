@@ -200,13 +200,13 @@ def _small_world_targets(
     if len(sorted_sample) >= MIN_RANK_SAMPLE:
         fractions = sw_fractions[:n_sw]
         if cfg.small_world_below_sample and preds:
-            gap = _local_gap(succs, preds)
+            gap = local_gap(succs, preds)
             return extended_rank_targets(me.ident, sorted_sample, fractions, gap, aims)
         if aims is not None and aims.octaves > 0:
             return aimed_rank_targets(me.ident, sorted_sample, fractions, aims)
         return rank_targets_sorted(me.ident, sorted_sample, fractions)
     # too few samples yet: identifier distance
-    gap = _local_gap(succs, preds)
+    gap = local_gap(succs, preds)
     # friends already reach our neighbourhood of interest: long links
     # start beyond the farthest of them
     for e in friends:
@@ -215,9 +215,10 @@ def _small_world_targets(
     return small_world_targets(me.ident, gap, sw_fractions[:n_sw])
 
 
-def _local_gap(succs: list[Entry], preds: list[Entry]) -> int:
+def local_gap(succs: Sequence[Entry], preds: Sequence[Entry]) -> int:
     """The typical identifier distance between nodes here: the span of our
-    ring neighbourhood over the number of gaps in it."""
+    ring neighbourhood (successors and predecessors, the farthest last) over
+    the number of gaps in it."""
     span = (succs[-1].profile.ident - preds[-1].profile.ident) % RING_SIZE
     return span // (len(succs) + len(preds))
 

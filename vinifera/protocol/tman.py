@@ -229,22 +229,29 @@ def rank_targets(my_ident: int, sample: Sequence[int], fractions: Sequence[float
     return rank_targets_sorted(my_ident, sorted(sample), fractions)
 
 
+def _rotation(ordered: Sequence[int], my_ident: int) -> tuple[int, int, int]:
+    """(after, n_after, m) of a sorted sample seen clockwise from us: the
+    index of its first member past us, how many lie past us before the
+    wrap, and how many members it has besides our own identifier."""
+    after = bisect_right(ordered, my_ident)
+    n_after = len(ordered) - after
+    return after, n_after, n_after + bisect_left(ordered, my_ident)
+
+
+def _clockwise(ordered: Sequence[int], after: int, n_after: int, k: int) -> int:
+    """The sample member k places (0-based) clockwise from us (_rotation)."""
+    return ordered[after + k] if k < n_after else ordered[k - n_after]
+
+
 def rank_targets_sorted(
     my_ident: int, ordered: Sequence[int], fractions: Sequence[float]
 ) -> list[int]:
     """rank_targets of a sample already sorted: the members clockwise from
     us are a rotation of it (our own identifier left out), so no sort."""
-    after = bisect_right(ordered, my_ident)
-    before = bisect_left(ordered, my_ident)
-    n_after = len(ordered) - after
-    m = n_after + before
+    after, n_after, m = _rotation(ordered, my_ident)
     if not m:
         return []
-    out = []
-    for f in fractions:
-        k = min(m - 1, int(m**f) - 1)
-        out.append(ordered[after + k] if k < n_after else ordered[k - n_after])
-    return out
+    return [_clockwise(ordered, after, n_after, min(m - 1, int(m**f) - 1)) for f in fractions]
 
 
 # Identifiers the rank sample holds (selection.IdentifierSample): until it
@@ -342,11 +349,9 @@ STEP_SMOOTHING = 0.1
 
 def _log_step(my_ident: int, ordered: Sequence[int], gap: int) -> float:
     """The log of the nodes per sample step near us (extended_rank_targets)."""
-    after = bisect_right(ordered, my_ident)
-    n_after = len(ordered) - after
-    m = n_after + bisect_left(ordered, my_ident)
+    after, n_after, m = _rotation(ordered, my_ident)
     j = min(STEP_ESTIMATE_MEMBERS, m)
-    member = ordered[after + j - 1] if j <= n_after else ordered[j - 1 - n_after]
+    member = _clockwise(ordered, after, n_after, j - 1)
     return math.log(max(1.0, ((member - my_ident) % RING_SIZE) / (j * max(gap, 1))))
 
 
@@ -363,7 +368,8 @@ def extended_rank_targets(
     the identifier distance to the STEP_ESTIMATE_MEMBERS-th member over
     `gap` (the typical distance between nodes here). Fraction f aims at
     population rank R = (m s)^f, log-uniform over every rank: from s on, at
-    the sample member of rank R / s; below s, at R gaps from us.
+    the sample member of rank R / s; below s, log-linearly between one gap
+    from us (rank 1) and the sample's first member (rank about s).
     rank_targets_sorted instead spreads every link over the sample's m
     ranks, none shorter than s nodes.
 
@@ -374,10 +380,7 @@ def extended_rank_targets(
     R (below s: at most aims.octaves members before it). A point
     aimed afresh at every change would move the link, its routes and rows
     every period."""
-    after = bisect_right(ordered, my_ident)
-    before = bisect_left(ordered, my_ident)
-    n_after = len(ordered) - after
-    m = n_after + before
+    after, n_after, m = _rotation(ordered, my_ident)
     if not m:
         return []
     observed = aims.log_step if aims is not None and aims.octaves > 0 else None
@@ -413,13 +416,13 @@ def extended_rank_targets(
             # between the gap (rank 1) and the first sample member (rank
             # about s), log-linearly: the point lies before that member
             # whatever the density does in between
-            first = (ordered[after] if n_after else ordered[0]) - my_ident
+            first = _clockwise(ordered, after, n_after, 0) - my_ident
             reach = max(first % RING_SIZE, unit)
             scale = math.log(want) / log_step if log_step > 0 else 0.0
             point = (my_ident + int(unit * (reach / unit) ** scale)) % RING_SIZE
         else:
             k = min(m, int(want / step))  # the 1-based sample rank
-            point = ordered[after + k - 1] if k <= n_after else ordered[k - 1 - n_after]
+            point = _clockwise(ordered, after, n_after, k - 1)
         points[i] = point
         out.append(point)
     return out
