@@ -696,6 +696,33 @@ def test_a_pushed_node_sends_the_event_down_its_rows_at_once():
         assert again == ([] if tree_work else [3])
 
 
+def test_a_tree_copy_in_one_attribute_does_every_trees_down_work_at_once():
+    """every_tree_at_once: a node handling an a1 copy also sends the event
+    down its a0 rows, so a node it pushes to may skip it in a0's tree too
+    (it did skip it, and at d = 2 a subscriber below the pusher's a0 row
+    missed the event); a neighbour that got the a1 copy from us gets no a0
+    copy as well, and the sender none at all. Without it, only a1's rows."""
+    from vinifera.protocol import messages as msgs
+
+    event = Event.build(SCHEMA, {"a0": 150.0, "a1": 1.0})
+    keys = event.keys()
+    for every in (True, False):
+        node, others = _pusher(ContentConfig(balancing=False, every_tree_at_once=every))
+        for attr, nbs in (("a0", (1, 2, 3)), ("a1", (2,))):
+            k = keys[attr]
+            row = (Filter(IntervalSet.of(k - 5, k + 5), (), 1),)
+            for nb in nbs:
+                node.receive(0.1, msgs.Install(others[nb].profile, attr, row, True, 0.1))
+        copy = msgs.EventMessage(others[1].profile, 8, event, "a1", keys["a1"], 3, False)
+        down = sorted((a.dest, a.message.attr) for a in node.receive(0.5, copy)
+                      if isinstance(a, Send) and isinstance(a.message, msgs.EventMessage))
+        assert down == ([(2, "a1"), (3, "a0")] if every else [(2, "a1")])
+        later = msgs.EventMessage(others[4].profile, 8, event, "a0", keys["a0"], 5, False)
+        again = sorted(a.dest for a in node.receive(0.9, later)
+                       if isinstance(a, Send) and isinstance(a.message, msgs.EventMessage))
+        assert again == ([] if every else [1, 2, 3])
+
+
 def test_past_its_share_of_the_capacity_a_push_is_dropped_and_tree_copies_keep_their_slots():
     """capacity 4, capacity_push_share 0.5: two pushes fit, the third is
     dropped without taking a slot, tree copies still get all four."""

@@ -313,6 +313,14 @@ class ContentConfig:
     # CRT rows, so the subscribers below a pushed node get it from there
     # instead of waiting for the tree copy to come down to it.
     push_tree_work: bool = True
+    # A node that handles a tree copy of an event does the down work of
+    # every attribute's tree at once, not only of the copy's (as a pushed
+    # node does). A pushed node skips its sender in every tree, which is
+    # sound only if every pusher has done every tree's work: without this,
+    # at d = 2 (N = 1,000, skewed, seed 1) a subscriber whose a0 branch
+    # hung below a node that pushed from an a1 copy missed an event
+    # (docs/decisions/delivery-efficiency.md). No effect at d = 1.
+    every_tree_at_once: bool = True
     # Who pushes: "any" node the first time it handles an event; "up": the
     # publisher and the nodes that handle an up copy (the route to the
     # rendezvous), and others only as push_max_hops allows. With "up" and 3,
@@ -455,6 +463,7 @@ BASELINE_CONTENT = ContentConfig(
     use_primary=False,
     balancing=False,
     push=False,
+    every_tree_at_once=False,
     rows_overshoot=0,
     route_lookahead=False,
     rows_lookahead=False,

@@ -216,6 +216,10 @@ class Forest:
             targets, rv = self._handle(now, copy, sender, state, interested)
             if rv:
                 self._at_rendezvous(now, copy, interested)
+            if c.config.every_tree_at_once:
+                others = self._other_trees(now, copy.eid, copy.event, copy.hops, copy.attr, sender,
+                                           {sender, *targets})  # fmt: skip
+                targets = targets + others
             fwd = len(targets)
             fwd += self._push(now, copy.eid, copy.event, copy.hops, {sender, *targets}, fwd > 0,
                               copy.up, sender)  # fmt: skip
@@ -272,7 +276,7 @@ class Forest:
 
     def _handle(
         self, now: float, copy: Copy, sender: Hashable | None, state: int = 0,
-        interested: bool = True,
+        interested: bool = True, skip: set | None = None,
     ) -> tuple[list, bool]:  # fmt: skip
         """Forward one copy: down matching CRT rows (once per event and
         attribute) and, for an `up` copy, on toward the rendezvous. Returns
@@ -287,6 +291,8 @@ class Forest:
             down = []
         else:
             down = self.crt.matching_neighbours(copy.attr, copy.key, copy.event.keys(), now, sender)
+            if skip:
+                down = [nb for nb in down if nb not in skip]
         up_hop = None
         rv = False
         if copy.up:
@@ -342,6 +348,32 @@ class Forest:
             self._send_copy(now, up_hop, copy._replace(up=True))
             targets = [*down, up_hop]
         return targets, rv
+
+    def _other_trees(
+        self, now: float, eid: int, event: Event, hops: int, done: str | None, sender: Hashable,
+        sent: set,
+    ) -> list:  # fmt: skip
+        """The down work of every attribute's tree but `done`'s, where
+        not done yet: a pushed node's (push_tree_work), and a node handling
+        a tree copy's (every_tree_at_once). Whoever pushes has then done
+        every tree's work, so a pushed node may skip its sender in every
+        tree. With every_tree_at_once each receiver does the same, so a
+        neighbour in `sent` (and those already sent to in another tree
+        here) gets no second copy."""
+        every = self.content.config.every_tree_at_once
+        skip = set(sent) if every else None
+        out: list = []
+        for attr, key in self.content.event_keys(event):
+            if attr == done:
+                continue
+            state = self.seen.items.get((eid, attr), 0)
+            if not state & DOWN_DONE:
+                part = Copy(eid, event, attr, key, hops, False)
+                targets, _ = self._handle(now, part, sender, state, skip=skip)
+                out.extend(targets)
+                if skip is not None:
+                    skip.update(targets)
+        return out
 
     def _interested_hop(self, view, copy: Copy, hop: Hashable) -> Hashable:
         """route_to_interest: the node we know (link or shortcut) that wants
@@ -402,12 +434,7 @@ class Forest:
             sender = msg.profile.address
             sent = {sender}
             if self.content.config.push_tree_work:
-                for attr, key in self.content.event_keys(msg.event):
-                    state = self.seen.items.get((msg.eid, attr), 0)
-                    if not state & DOWN_DONE:
-                        copy = Copy(msg.eid, msg.event, attr, key, msg.hops, False)
-                        targets, _ = self._handle(now, copy, sender, state)
-                        sent.update(targets)
+                sent.update(self._other_trees(now, msg.eid, msg.event, msg.hops, None, sender, sent))
                 fwd = len(sent) - 1
             fwd += self._push(now, msg.eid, msg.event, msg.hops, sent, fwd > 0, False, sender)
         self._received(now, msg, None, interested, fwd, fwd == 0, False, had)
