@@ -723,6 +723,45 @@ def test_a_tree_copy_in_one_attribute_does_every_trees_down_work_at_once():
         assert again == ([] if every else [1, 2, 3])
 
 
+def test_a_node_that_has_an_event_tells_its_tree_parents_which_then_skip_it():
+    """have_notices: the first copy here sends `Have` to every next hop
+    whose row from us matches the event, not to the copy's sender nor to
+    a hop whose row does not match; a parent told so sends that child no
+    tree copy and no push (have_notices says whether to send them; they
+    are heeded always). A Have from a node without a row is ignored."""
+    from vinifera.protocol import messages as msgs
+    from vinifera.protocol.content.installation import SentRow
+
+    event = Event.build(SCHEMA, {"a0": 150.0, "a1": 1.0})
+    key = event.keys()["a0"]
+    near = (Filter(IntervalSet.of(key - 5, key + 5), (), 1),)
+    far = (Filter(IntervalSet.of(key + 10, key + 20), (), 1),)
+    for notices in (True, False):
+        node, others = _pusher(ContentConfig(balancing=False, have_notices=notices))
+        sent = node.content.installation.sent
+        sent[("a0", 1)], sent[("a0", 2)], sent[("a0", 3)] = SentRow(near), SentRow(far), SentRow(near)
+        out = node.receive(0.5, msgs.EventPush(others[3].profile, 7, event, 1))
+        told = [a.dest for a in out if isinstance(a, Send) and isinstance(a.message, msgs.Have)]
+        assert told == ([1] if notices else [])
+        assert node.counters()["have_sent"] == len(told)
+
+    # the receiving side, whatever its own have_notices says
+    for told in (True, False):
+        parent, kids = _pusher(ContentConfig(balancing=False))
+        for nb in (1, 3):
+            parent.receive(0.1, msgs.Install(kids[nb].profile, "a0", near, True, 0.1))
+        if told:
+            parent.receive(0.2, msgs.Have(kids[1].profile, 7))
+        parent.receive(0.2, msgs.Have(kids[2].profile, 7))  # no row from 2: ignored
+        assert len(parent.content.forest.declined) == told
+        # a push: the parent's tree work goes down rows 1 and 3, its push
+        # to matching links 1 and 4 skips those that got a tree copy
+        push = msgs.EventPush(kids[2].profile, 7, event, 1)
+        got = sorted(a.dest for a in parent.receive(0.5, push) if isinstance(a, Send)
+                     and isinstance(a.message, (msgs.EventMessage, msgs.EventPush)))  # fmt: skip
+        assert got == ([3, 4] if told else [1, 3, 4])
+
+
 def test_past_its_share_of_the_capacity_a_push_is_dropped_and_tree_copies_keep_their_slots():
     """capacity 4, capacity_push_share 0.5: two pushes fit, the third is
     dropped without taking a slot, tree copies still get all four."""

@@ -85,6 +85,7 @@ def sample_messages() -> list[m.Message]:
         m.Withdraw(p, ("city",)),
         m.EventMessage(p, 2**63 - 1, EVENT, "city", 99, 4, True),
         m.EventPush(p, 12, EVENT, 3),
+        m.Have(p, 2**63 - 1),
         m.LoadReport(p, 2.5, None),
         m.LoadReport(p, 0.0, 77, 3.25),
         m.HandoverRequest(p, 5),
@@ -410,6 +411,7 @@ messages = st.one_of(
         st.booleans(),
     ),
     st.builds(m.EventPush, profiles, st.integers(0, 2**63 - 1), events, st.integers(0, 1024)),
+    st.builds(m.Have, profiles, st.integers(0, 2**63 - 1)),
     st.builds(m.LoadReport, profiles, st.floats(0, 1e9), st.none() | idents, st.floats(0, 1e9)),
     st.builds(m.HandoverRequest, profiles, idents),
     st.builds(

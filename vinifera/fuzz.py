@@ -80,6 +80,7 @@ def sample_messages(schema: Schema, port: int = 7000) -> list[m.Message]:
         m.Withdraw(p, (name,)),
         m.EventMessage(p, 2**63 - 1, event, name, 99, 4, True),
         m.EventPush(p, 12, event, 3),
+        m.Have(p, 12),
         m.LoadReport(p, 0.0, 77, 3.25),
         m.HandoverRequest(p, 5),
         m.Handover(p, 5, ((name, owner, 3.0, (row_filter,)),)),

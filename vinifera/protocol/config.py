@@ -321,6 +321,11 @@ class ContentConfig:
     # hung below a node that pushed from an a1 copy missed an event
     # (docs/decisions/delivery-efficiency.md). No effect at d = 1.
     every_tree_at_once: bool = True
+    # A node that gets an event tells each next hop whose row from it
+    # matches the event, but the copy's sender, that it has it (`Have`);
+    # that parent then sends it no copy. Sound with push_tree_work and
+    # every_tree_at_once: whoever has an event has done every tree's work.
+    have_notices: bool = False
     # Who pushes: "any" node the first time it handles an event; "up": the
     # publisher and the nodes that handle an up copy (the route to the
     # rendezvous), and others only as push_max_hops allows. With "up" and 3,

@@ -204,6 +204,20 @@ class EventPush(Message):
         self.hops = hops
 
 
+class Have(Message):
+    """We have this event already: to a tree parent that would send it to
+    us (ContentConfig.have_notices), which then skips us. GossipSub v1.2's
+    IDONTWANT, sent only where a copy is due: to the next hops whose row
+    from us matches the event."""
+
+    __slots__ = ("eid",)
+    kind = "have"
+
+    def __init__(self, profile: Profile, eid: int) -> None:
+        self.profile = profile
+        self.eid = eid
+
+
 class LoadReport(Message):
     """To the predecessor, every period: rendezvous load (events per
     period), the key that splits that load in half, and forwarding load

@@ -75,6 +75,7 @@ class Node:
             m.Withdraw: self.content.on_withdraw,
             m.EventMessage: self.content.forest.on_event,
             m.EventPush: self.content.forest.on_push,
+            m.Have: self.content.forest.on_have,
             m.LoadReport: self.content.balancer.on_load,
             m.HandoverRequest: self.content.balancer.on_handover_request,
             m.Handover: self.content.balancer.on_handover,

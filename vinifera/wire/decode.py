@@ -321,6 +321,12 @@ def _read_push(r: _Reader, f: tuple):
     return lambda p: m.EventPush(p, eid, event, hops)
 
 
+def _read_have(r: _Reader, f: tuple):
+    (eid,) = _arity(1)(f)
+    eid = _int(eid, 0, EID_LIMIT - 1, "event id")
+    return lambda p: m.Have(p, eid)
+
+
 def _read_load(r: _Reader, f: tuple):
     load, split, forwarding = _arity(3)(f)
     load = _float(load, 0.0, MAX_LOAD, "load")
@@ -390,6 +396,7 @@ _READERS: dict[int, Callable] = {
     KINDS[m.RowRequest]: _read_row_request,
     KINDS[m.EventMessage]: _read_event,
     KINDS[m.EventPush]: _read_push,
+    KINDS[m.Have]: _read_have,
     KINDS[m.LoadReport]: _read_load,
     KINDS[m.HandoverRequest]: _read_handover_request,
     KINDS[m.Handover]: _read_handover,

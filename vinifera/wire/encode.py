@@ -79,6 +79,7 @@ _WRITERS: dict[type, Callable[[m.Message], list]] = {
     m.EventMessage: lambda msg: [msg.eid, msg.event.to_plain(), msg.attr, msg.key, msg.hops,
                                  msg.up],
     m.EventPush: lambda msg: [msg.eid, msg.event.to_plain(), msg.hops],
+    m.Have: lambda msg: [msg.eid],
     m.LoadReport: lambda msg: [float(msg.load), msg.split, float(msg.forwarding)],
     m.HandoverRequest: lambda msg: [msg.new_ident],
     m.Handover: lambda msg: [

@@ -60,6 +60,7 @@ KINDS: dict[type, int] = {
     m.Handover: 16,
     m.EventPush: 17,
     m.RowRequest: 18,
+    m.Have: 19,
 }
 # Handshake kinds: no profile, no header; far from the protocol's numbers.
 KIND_HELLO = 100

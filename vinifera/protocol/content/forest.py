@@ -42,6 +42,8 @@ NEW_PUSHED = ""
 # up copy from a peer is held: a cap on what peers can make a ringless node
 # keep. Past it a copy is handled as it comes, as it was before the hold.
 MAX_HELD_COPIES = 256
+# Have notices remembered at once, at most (ContentConfig.have_notices).
+MAX_DECLINED = 4096
 
 
 class RecentEvent:
@@ -114,6 +116,8 @@ class Forest:
         # eids we published or got a copy of: a copy of one arrives redundant
         # (measured only: the `had` of recv and drop records)
         self.have = ExpiringMap()
+        # (eid, neighbour): it told us it has the event (have_notices)
+        self.declined = ExpiringMap()
         self.period_events = 0
         # published, or up copies received, before we had a ring (publish_hold)
         self.held: list[HeldEvent | HeldCopy] = []
@@ -122,6 +126,7 @@ class Forest:
         self.seen.forget_before(dedupe_horizon)
         self.delivered.forget_before(dedupe_horizon)
         self.have.forget_before(dedupe_horizon)
+        self.declined.forget_before(dedupe_horizon)
         self.recent.forget_before(catch_up_horizon)
 
     # ----------------------------------------------------------------- publish
@@ -184,6 +189,8 @@ class Forest:
             return
         interested, had = arrival
         c = self.content
+        if not had and c.config.have_notices:
+            self._tell_parents(msg.eid, msg.event, msg.profile.address)
         if msg.up and c.config.event_retry:  # only up copies are retried
             c.out.append(Send(msg.profile.address, m.Pong(c.profile)))
         if interested and msg.eid not in self.delivered:
@@ -293,6 +300,9 @@ class Forest:
             down = self.crt.matching_neighbours(copy.attr, copy.key, copy.event.keys(), now, sender)
             if skip:
                 down = [nb for nb in down if nb not in skip]
+            if down and self.declined:
+                declined = self.declined.items
+                down = [nb for nb in down if (copy.eid, nb) not in declined]
         up_hop = None
         rv = False
         if copy.up:
@@ -427,6 +437,8 @@ class Forest:
         if arrival is None:
             return
         interested, had = arrival
+        if not had and self.content.config.have_notices:
+            self._tell_parents(msg.eid, msg.event, msg.profile.address)
         if interested and msg.eid not in self.delivered:
             self._deliver(now, msg.eid, msg.event, None, msg.hops)
         fwd = 0
@@ -496,10 +508,12 @@ class Forest:
                 new.difference_update(links.small_world)
         if pushed_new:  # the new links had it then
             skip = skip | new
+        declined = self.declined.items
         targets = [
             addr
             for addr, entry in links.by_address.items()
             if addr not in skip
+            and (eid, addr) not in declined
             and (not new_only or addr in new)
             and (sub := entry.profile.subscription) is not None
             and satisfies(sub.constraints, values)
@@ -513,6 +527,42 @@ class Forest:
                 c.out.append(Send(addr, push))
         c.counters["events_pushed"] += len(targets)
         return len(targets)
+
+    # ----------------------------------------------------------------- notices
+
+    def _tell_parents(self, eid: int, event: Event, sender: Hashable) -> None:
+        """have_notices: the event's first copy is here; tell every next
+        hop whose row from us matches it (a tree parent that would send us
+        a copy) but the sender, once."""
+        c = self.content
+        keys = dict(c.event_keys(event))
+        values = event.keys()
+        notice = None
+        told: set[Hashable] = set()
+        for (attr, hop), row in c.installation.sent.items():
+            key = keys.get(attr)
+            if hop == sender or hop in told or key is None:
+                continue
+            if any(f.matches(key, values) for f in row.filters):
+                if notice is None:
+                    notice = m.Have(c.profile, eid)
+                c.out.append(Send(hop, notice))
+                told.add(hop)
+        c.counters["have_sent"] += len(told)
+
+    def on_have(self, now: float, msg: m.Have) -> None:
+        """A neighbour has this event: no copy of it to that neighbour.
+        Only from a neighbour with a row here (the only ones we would send
+        a tree copy to), and at most MAX_DECLINED remembered: a peer cannot
+        make us keep more."""
+        c = self.content
+        c.counters["have_received"] += 1
+        sender = msg.profile.address
+        if len(self.declined) >= MAX_DECLINED or not any(
+            sender in by_nb for by_nb in self.crt.rows.values()
+        ):
+            return
+        self.declined.set(now, (msg.eid, sender))
 
     # ----------------------------------------------------------------- churn
 

@@ -49,7 +49,7 @@ COUNTERS = (
     "events_received", "events_duplicate", "events_dropped", "events_delivered",
     "events_published", "installs_received", "moves", "events_retried",
     "events_caught_up", "events_handed_over", "events_rerouted", "events_pushed", "pushes_shed",
-    "up_copies_not_held",
+    "up_copies_not_held", "have_sent", "have_received",
 )  # fmt: skip
 
 
