@@ -26,6 +26,7 @@ from vinifera.daemon.control import serve_control
 from vinifera.daemon.diagnostics import node_logger
 from vinifera.daemon.gate import Gate
 from vinifera.daemon.journal import recent_deliveries
+from vinifera.daemon.outbox import Outbox
 from vinifera.daemon.settings import NodeSettings
 from vinifera.errors import SchemaError, brief
 from vinifera.expr import parse_subscription
@@ -106,6 +107,7 @@ class NodeRunner:
         self._gate: Gate | None = None  # set up in run(), once the clock exists
         self._log: JsonLinesWriter | None = None
         self._sock = None
+        self._outbox: Outbox | None = None
         self._decoder = Decoder(settings.schema, settings.network_key)
         self._admission = Admission(settings.limits())
         self._inbound = FairQueue()
@@ -131,6 +133,7 @@ class NodeRunner:
             sock.setblocking(False)
             sock.bind((host, port))  # an IP literal: nothing to resolve, nothing to wait for
             self._sock = sock
+            self._outbox = Outbox(sock, self._sent, self.counters)
             self.address = s.advertised_address(sock.getsockname()[1])
             self._decoder.local = self.address  # keyed datagrams are tagged for us
             self.log = self.log.bind(node=self.address)
@@ -162,6 +165,7 @@ class NodeRunner:
                 async with trio.open_nursery() as nursery:
                     await self._execute(self.node.start(self.clock.now(), s.bootstrap))
                     nursery.start_soon(self._receive_loop, sock)
+                    nursery.start_soon(self._outbox.serve)
                     nursery.start_soon(self._tick_loop)
                     self._stop_asked = trio.Event()
                     nursery.start_soon(self._stop_when_asked)
@@ -213,6 +217,8 @@ class NodeRunner:
         if node is None or not node.alive:
             return
         await self._execute(node.leave(self.clock.now()))
+        if self._outbox is not None:
+            await self._outbox.drain()
         self.log.info("left", counters=dict(self.counters))
 
     # ----------------------------------------------------------------- loops
@@ -423,20 +429,15 @@ class NodeRunner:
 
     async def _sendto(self, data: bytes, dest: tuple[str, int], kind: str) -> None:
         """Send one datagram, counted by the kind of message it carries (a
-        first contact's Hello under the kind it holds back)."""
-        sock = self._sock
-        try:
-            try:
-                sock.sendto(data, dest)
-            except BlockingIOError:  # the send buffer is full: wait once for room
-                await trio.lowlevel.wait_writable(sock)
-                sock.sendto(data, dest)
-        except OSError:
-            self.counters["send_errors"] += 1
-        else:
-            self.counters["datagrams_sent"] += 1
-            self.sent_datagrams[kind] += 1
-            self.sent_bytes[kind] += len(data)
+        first contact's Hello under the kind it holds back); while the
+        socket's buffer is full it waits in the outbox, by priority."""
+        if self._outbox is not None:  # (None only before run() binds)
+            self._outbox.send(data, dest, kind)
+
+    def _sent(self, kind: str, size: int) -> None:
+        self.counters["datagrams_sent"] += 1
+        self.sent_datagrams[kind] += 1
+        self.sent_bytes[kind] += size
 
     def _deliver(self, action: Deliver) -> None:
         self.counters["delivered"] += 1
@@ -490,6 +491,8 @@ class NodeRunner:
             "sent_datagrams": dict(self.sent_datagrams),
             "sent_bytes": dict(self.sent_bytes),
             "recv_buffer": self.recv_buffer,
+            # datagrams waiting for room in the socket's send buffer (outbox.py)
+            "outbox": len(self._outbox) if self._outbox is not None else 0,
             "top_hosts": self._admission.top_hosts(),
             "protocol_counters": node.counters(),
             "period": self.settings.period,
