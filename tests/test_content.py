@@ -714,12 +714,18 @@ def test_a_tree_copy_in_one_attribute_does_every_trees_down_work_at_once():
             for nb in nbs:
                 node.receive(0.1, msgs.Install(others[nb].profile, attr, row, True, 0.1))
         copy = msgs.EventMessage(others[1].profile, 8, event, "a1", keys["a1"], 3, False)
-        down = sorted((a.dest, a.message.attr) for a in node.receive(0.5, copy)
-                      if isinstance(a, Send) and isinstance(a.message, msgs.EventMessage))
+        down = sorted(
+            (a.dest, a.message.attr)
+            for a in node.receive(0.5, copy)
+            if isinstance(a, Send) and isinstance(a.message, msgs.EventMessage)
+        )
         assert down == ([(2, "a1"), (3, "a0")] if every else [(2, "a1")])
         later = msgs.EventMessage(others[4].profile, 8, event, "a0", keys["a0"], 5, False)
-        again = sorted(a.dest for a in node.receive(0.9, later)
-                       if isinstance(a, Send) and isinstance(a.message, msgs.EventMessage))
+        again = sorted(
+            a.dest
+            for a in node.receive(0.9, later)
+            if isinstance(a, Send) and isinstance(a.message, msgs.EventMessage)
+        )
         assert again == ([] if every else [1, 2, 3])
 
 
@@ -739,7 +745,8 @@ def test_a_node_that_has_an_event_tells_its_tree_parents_which_then_skip_it():
     for notices in (True, False):
         node, others = _pusher(ContentConfig(balancing=False, have_notices=notices))
         sent = node.content.installation.sent
-        sent[("a0", 1)], sent[("a0", 2)], sent[("a0", 3)] = SentRow(near), SentRow(far), SentRow(near)
+        for hop, row in ((1, near), (2, far), (3, near)):
+            sent[("a0", hop)] = SentRow(row)
         out = node.receive(0.5, msgs.EventPush(others[3].profile, 7, event, 1))
         told = [a.dest for a in out if isinstance(a, Send) and isinstance(a.message, msgs.Have)]
         assert told == ([1] if notices else [])

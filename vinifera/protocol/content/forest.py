@@ -446,7 +446,8 @@ class Forest:
             sender = msg.profile.address
             sent = {sender}
             if self.content.config.push_tree_work:
-                sent.update(self._other_trees(now, msg.eid, msg.event, msg.hops, None, sender, sent))
+                others = self._other_trees(now, msg.eid, msg.event, msg.hops, None, sender, sent)
+                sent.update(others)
                 fwd = len(sent) - 1
             fwd += self._push(now, msg.eid, msg.event, msg.hops, sent, fwd > 0, False, sender)
         self._received(now, msg, None, interested, fwd, fwd == 0, False, had)
