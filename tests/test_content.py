@@ -795,6 +795,39 @@ def test_past_its_share_of_the_capacity_a_push_is_dropped_and_tree_copies_keep_t
         assert node.counters()["events_dropped"] == kept.count(False)
 
 
+def test_past_its_share_of_the_capacity_a_redundant_down_copy_gives_way_but_an_up_copy_not():
+    """capacity 4, share 0.5: after two slots, a down copy of an event
+    whose down work is done here is dropped without taking a slot, so the
+    new events behind it still get theirs; an up copy of it is routing
+    work and takes its slot. Without capacity_duplicates_give_way the
+    redundant copies take slots and crowd out a new event."""
+    from vinifera.protocol import messages as msgs
+
+    event = Event.build(SCHEMA, {"a0": 150.0, "a1": 1.0})
+    key = event.keys()["a0"]
+    for give_way in (True, False):
+        cfg = ContentConfig(balancing=False, capacity=4, capacity_duplicates_give_way=give_way)
+        node, others = _pusher(cfg)
+
+        def down(eid, n=3):
+            return msgs.EventMessage(others[n].profile, eid, event, "a0", key, 4, False)
+
+        for msg in (down(1), down(2), down(1, 2), down(2, 2)):  # 2 new, then 2 redundant
+            node.receive(0.5, msg)
+        got = [any(isinstance(a, Deliver) for a in node.receive(0.5, down(eid))) for eid in (3, 4)]
+        dropped = node.counters()["events_dropped"]
+        assert (got, dropped) == (([True, True], 2) if give_way else ([False, False], 2))
+
+    node, others = _pusher(ContentConfig(balancing=False, capacity=4, publish_hold=0.0))
+    for eid in (1, 2):
+        node.receive(0.5, msgs.EventMessage(others[3].profile, eid, event, "a0", key, 4, False))
+    up = msgs.EventMessage(others[2].profile, 1, event, "a0", key, 4, True)
+    node.receive(0.5, up)  # had, but up: takes the third slot
+    node.receive(0.5, msgs.EventMessage(others[3].profile, 5, event, "a0", key, 4, False))
+    last = node.receive(0.5, msgs.EventMessage(others[3].profile, 6, event, "a0", key, 4, False))
+    assert not any(isinstance(a, Deliver) for a in last)  # the fifth: past capacity
+
+
 def test_pushes_only_shorten_deliveries_and_never_duplicate_them():
     """Same overlay, same event, push on and off: the same subscribers get
     it exactly once, none later (in hops) with push, some sooner."""

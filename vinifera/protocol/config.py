@@ -363,6 +363,10 @@ class ContentConfig:
     # at 1X / 3X / 5X without, 1.000 / 0.927 / 0.776 with 0.5; random 5X
     # 0.960 -> 0.984 (docs/decisions/delivery-efficiency.md).
     capacity_push_share: float | None = 0.5
+    # ... and so does, past the same share, a down copy of an event we have
+    # and whose down work in its tree is done (a redundant copy: handling it
+    # would do nothing). Up copies always take their slot (routing work).
+    capacity_duplicates_give_way: bool = True
     # Up copies choose their next hop by two-hop progress: the link through
     # which some link of that link lies nearest before the key, or the link
     # whose successor is the key's rendezvous; without a link's links, the

@@ -266,8 +266,15 @@ class Forest:
         dropped = False
         if cap is not None:
             share = c.config.capacity_push_share
-            if share is not None and attr is None and self.period_events > max(1, int(cap * share)):
-                self.period_events -= 1  # a push past its share: dropped, takes no slot
+            if (
+                share is not None
+                and self.period_events > max(1, int(cap * share))
+                and (attr is None or (had and c.config.capacity_duplicates_give_way and not up
+                                      and self._nothing_new(msg.eid, attr)))
+            ):  # fmt: skip
+                # a push, or a copy that asks nothing of us, past the share:
+                # dropped, takes no slot
+                self.period_events -= 1
                 dropped = True
             else:
                 dropped = self.period_events > cap
@@ -280,6 +287,11 @@ class Forest:
         if not had:
             self.have.set(now, msg.eid)
         return Arrival(interested, had)
+
+    def _nothing_new(self, eid: int, attr: str) -> bool:
+        """A down copy of an event whose down work in `attr`'s tree is done
+        here already: handling it would do nothing."""
+        return bool(self.seen.items.get((eid, attr), 0) & DOWN_DONE)
 
     def _handle(
         self, now: float, copy: Copy, sender: Hashable | None, state: int = 0,
