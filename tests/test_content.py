@@ -809,7 +809,7 @@ def test_past_its_share_of_the_capacity_a_redundant_down_copy_gives_way_but_an_u
         cfg = ContentConfig(balancing=False, capacity=4, capacity_duplicates_give_way=give_way)
         node, others = _pusher(cfg)
 
-        def down(eid, n=3):
+        def down(eid, n=3, others=others):
             return msgs.EventMessage(others[n].profile, eid, event, "a0", key, 4, False)
 
         for msg in (down(1), down(2), down(1, 2), down(2, 2)):  # 2 new, then 2 redundant
