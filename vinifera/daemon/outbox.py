@@ -45,18 +45,20 @@ class Outbox:
 
     def send(self, data: bytes, dest, kind: str) -> None:
         """Send now, or queue behind what waits already (order kept)."""
-        if not self._waiting.is_set():
-            try:
-                self._sock.sendto(data, dest)
-            except BlockingIOError:
-                pass
-            except OSError:
-                self.counters["send_errors"] += 1
-                return
-            else:
-                self._on_sent(kind, len(data))
-                return
-        self._queue(CLASS_OF_KIND.get(kind, CONTROL), (data, dest, kind))
+        if self._waiting.is_set() or not self._try(data, dest, kind):
+            self._queue(CLASS_OF_KIND.get(kind, CONTROL), (data, dest, kind))
+
+    def _try(self, data: bytes, dest, kind: str) -> bool:
+        """One sendto; False if the socket has no room (an error counts as done)."""
+        try:
+            self._sock.sendto(data, dest)
+        except BlockingIOError:
+            return False
+        except OSError:
+            self.counters["send_errors"] += 1
+        else:
+            self._on_sent(kind, len(data))
+        return True
 
     def _queue(self, cls: int, item: tuple) -> None:
         if len(self) >= self.capacity:
@@ -86,14 +88,7 @@ class Outbox:
     def _flush(self) -> None:
         for q in self._queues:
             while q:
-                data, dest, kind = q[0]
-                try:
-                    self._sock.sendto(data, dest)
-                except BlockingIOError:
+                if not self._try(*q[0]):
                     return
-                except OSError:
-                    self.counters["send_errors"] += 1
-                else:
-                    self._on_sent(kind, len(data))
                 q.popleft()
         self._waiting = trio.Event()

@@ -269,12 +269,9 @@ class Forest:
             if (
                 share is not None
                 and self.period_events > max(1, int(cap * share))
-                and (attr is None or (had and c.config.capacity_duplicates_give_way and not up
-                                      and self._nothing_new(msg.eid, attr)))
-            ):  # fmt: skip
-                # a push, or a copy that asks nothing of us, past the share:
-                # dropped, takes no slot
-                self.period_events -= 1
+                and self._gives_way(msg.eid, attr, up, had)
+            ):
+                self.period_events -= 1  # past the share: dropped, takes no slot
                 dropped = True
             else:
                 dropped = self.period_events > cap
@@ -288,10 +285,19 @@ class Forest:
             self.have.set(now, msg.eid)
         return Arrival(interested, had)
 
-    def _nothing_new(self, eid: int, attr: str) -> bool:
-        """A down copy of an event whose down work in `attr`'s tree is done
-        here already: handling it would do nothing."""
-        return bool(self.seen.items.get((eid, attr), 0) & DOWN_DONE)
+    def _gives_way(self, eid: int, attr: str | None, up: bool, had: bool) -> bool:
+        """Whether a copy yields its slot past capacity_push_share: a push,
+        or (capacity_duplicates_give_way) a down copy of an event whose
+        down work in `attr`'s tree is done here already (handling it would
+        do nothing)."""
+        if attr is None:
+            return True
+        return (
+            had
+            and not up
+            and self.content.config.capacity_duplicates_give_way
+            and bool(self.seen.items.get((eid, attr), 0) & DOWN_DONE)
+        )
 
     def _handle(
         self, now: float, copy: Copy, sender: Hashable | None, state: int = 0,
@@ -521,12 +527,13 @@ class Forest:
                 new.difference_update(links.small_world)
         if pushed_new:  # the new links had it then
             skip = skip | new
-        declined = self.declined.items
+        if self.declined:  # have notices (empty unless peers send them)
+            declined = self.declined.items
+            skip = skip | {a for a in links.by_address if (eid, a) in declined}
         targets = [
             addr
             for addr, entry in links.by_address.items()
             if addr not in skip
-            and (eid, addr) not in declined
             and (not new_only or addr in new)
             and (sub := entry.profile.subscription) is not None
             and satisfies(sub.constraints, values)
