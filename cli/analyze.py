@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from vinifera.cli.params import FINITE, FiniteRange
+
 
 def _conf(ctx, param, values) -> dict[str, str]:
     conf = {}
@@ -18,7 +20,7 @@ def _conf(ctx, param, values) -> dict[str, str]:
     return conf
 
 
-_SECONDS = click.FloatRange(min=0, min_open=True)
+_SECONDS = FiniteRange(min=0, min_open=True)
 
 
 @click.command("analyze")
@@ -48,7 +50,7 @@ _SECONDS = click.FloatRange(min=0, min_open=True)
 @click.option(
     "--from",
     "start",
-    type=float,
+    type=FINITE,
     help="Count events published from this time (seconds after the run's start).  [default: "
     "the manifest's (simulator: the warm-up's end; swarm: when publishing began), else the "
     "first record]",
@@ -56,7 +58,7 @@ _SECONDS = click.FloatRange(min=0, min_open=True)
 @click.option(
     "--until",
     "end",
-    type=float,
+    type=FINITE,
     help="... and before this time (seconds after the run's start).  [default: the "
     "manifest's, else the last record minus the deadline]",
 )

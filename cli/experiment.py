@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from vinifera.cli.params import FiniteRange
 from vinifera.experiment import figures, params, report, store, sweep
 from vinifera.experiment.params import GridError
 
@@ -243,7 +244,7 @@ def _opt(*names, **kw):
 @_opt(
     "--spark-timeout",
     default=120.0,
-    type=click.FloatRange(min=1),
+    type=FiniteRange(min=1),
     help="With --master: seconds to wait for an executor to take the first task.",
 )
 @_opt(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import click
 from vinifera import __version__
 from vinifera.cli.analyze import analyze
 from vinifera.cli.experiment import experiment
+from vinifera.cli.params import FiniteRange
 from vinifera.cli.progress import RoundProgress
 from vinifera.cli.swarm import swarm
 from vinifera.cli.trace import trace
@@ -93,7 +95,7 @@ def _opt(*names, **kw):
     "--events-per-round",
     "-e",
     default=10.0,
-    type=click.FloatRange(min=0),
+    type=FiniteRange(min=0),
     help="Events published per round by random alive nodes (0: none).",
 )
 @_opt(
@@ -104,7 +106,7 @@ def _opt(*names, **kw):
 @_opt(
     "--deadline",
     default=5.0,
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteRange(min=0, min_open=True),
     help="Delivery deadline of the hit ratio, in rounds.",
 )
 @_opt(
@@ -168,7 +170,7 @@ def _opt(*names, **kw):
 )
 @_opt(
     "--arrival-route-gap",
-    type=click.FloatRange(min=0.0, max=1.0),
+    type=FiniteRange(min=0.0, max=1.0),
     help="Subscription rows arriving within this many periods of the last re-route "
     "an arrival caused wait for the next one (a later arrival or the period's tick), "
     "so that a burst of rows is re-routed once; 0 re-routes at every arrival.  "
@@ -176,7 +178,7 @@ def _opt(*names, **kw):
 )
 @_opt(
     "--kill-fraction",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    type=FiniteRange(0, 1, min_open=True, max_open=True),
     help="Crash this fraction of the alive nodes at once (with --kill-at).",
 )
 @_opt("--kill-at", type=click.IntRange(min=0), help="Round at which to crash them.")
@@ -190,7 +192,7 @@ def _opt(*names, **kw):
 @_opt(
     "--loss",
     default=0.0,
-    type=click.FloatRange(0, 1, max_open=True),
+    type=FiniteRange(0, 1, max_open=True),
     help="Probability that a message is lost.",
 )
 @_opt(
@@ -202,7 +204,7 @@ def _opt(*names, **kw):
 @_opt(
     "--failure-timeout",
     default=5.0,
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteRange(min=0, min_open=True),
     help="Periods of silence after which a neighbour is dropped.",
 )
 @_opt(
@@ -214,19 +216,19 @@ def _opt(*names, **kw):
 )
 @_opt(
     "--round-seconds",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteRange(min=0, min_open=True),
     help="With --trace: trace seconds per round (one gossip period).  [default: 120]",
 )
 @_opt(
     "--start",
     "start_h",
-    type=click.FloatRange(min=0),
+    type=FiniteRange(min=0),
     help="With --trace: replay from this hour of the trace (times re-based to 0).",
 )
 @_opt(
     "--end",
     "end_h",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteRange(min=0, min_open=True),
     help="With --trace: replay up to this hour of the trace.",
 )
 @_opt(
@@ -244,7 +246,7 @@ def _opt(*names, **kw):
 @_opt(
     "--measure-from",
     "measure_from_h",
-    type=click.FloatRange(min=0),
+    type=FiniteRange(min=0),
     help="With --trace: count events published from this hour of the replay on.  "
     "[default: the end of a start-up flash crowd rounded up to the hour (Skype: 4 h), "
     "else the usual warm-up]",
@@ -479,6 +481,8 @@ def _sim_config(**o):
             raise ValueError(
                 "MIN and MAX must be numbers of gossip periods, e.g. 0.01:0.1"
             ) from None
+        if not (math.isfinite(lat_min) and math.isfinite(lat_max)):
+            raise ValueError("MIN and MAX must be finite")
         network = NetworkModel(latency_min=lat_min, latency_max=lat_max, loss=o["loss"])
     except ValueError as err:
         raise click.BadParameter(f"{o['latency']!r}: {err}", param_hint="--latency") from None

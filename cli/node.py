@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from vinifera import __version__
+from vinifera.cli.params import FiniteRange
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -167,7 +168,7 @@ def _load_config(ctx: click.Context, param: click.Parameter, value: Path | None)
 )
 @click.option(
     "--replay-skew",
-    type=click.FloatRange(min=0.001),
+    type=FiniteRange(min=0.001),
     default=30.0,
     show_default=True,
     help="With a network key: refuse datagrams stamped more than this many seconds from this "
@@ -175,7 +176,7 @@ def _load_config(ctx: click.Context, param: click.Parameter, value: Path | None)
 )
 @click.option(
     "--period",
-    type=click.FloatRange(min=0.01),
+    type=FiniteRange(min=0.01),
     default=1.0,
     show_default=True,
     envvar="VINIFERA_PERIOD",
@@ -205,7 +206,7 @@ def _load_config(ctx: click.Context, param: click.Parameter, value: Path | None)
 )
 @click.option(
     "--peer-rate",
-    type=click.FloatRange(min=0.001),
+    type=FiniteRange(min=0.001),
     default=500.0,
     show_default=True,
     help="Datagrams per second one peer (source port) may send us (token bucket; a datagram "
@@ -213,19 +214,19 @@ def _load_config(ctx: click.Context, param: click.Parameter, value: Path | None)
 )
 @click.option(
     "--peer-burst",
-    type=click.FloatRange(min=1),
+    type=FiniteRange(min=1),
     default=1000.0,
     show_default=True,
     help="Datagrams one peer may send at once after a quiet spell (the token bucket's size).",
 )
 @click.option(
     "--host-rate",
-    type=click.FloatRange(min=0.001),
+    type=FiniteRange(min=0.001),
     default=2000.0,
     show_default=True,
     help="Datagrams per second one source host may send us, all its ports together.",
 )
-@click.option("--host-burst", type=click.FloatRange(min=1), default=4000.0, show_default=True,
+@click.option("--host-burst", type=FiniteRange(min=1), default=4000.0, show_default=True,
               help="The host bucket's size.")  # fmt: skip
 @click.option(
     "--ports-per-host",

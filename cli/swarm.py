@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import signal
 import sys
@@ -10,6 +11,8 @@ import tempfile
 from pathlib import Path
 
 import click
+
+from vinifera.cli.params import FiniteRange
 
 
 @click.group("swarm")
@@ -44,27 +47,27 @@ def swarm() -> None:
 )
 @click.option(
     "--speedup",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteRange(min=0, min_open=True),
     default=1.0,
     show_default=True,
     help="Replay the trace this many times faster than real time.",
 )
-@click.option("--start", "start_h", type=click.FloatRange(min=0), help="Trace hour to start at.")
+@click.option("--start", "start_h", type=FiniteRange(min=0), help="Trace hour to start at.")
 @click.option(
-    "--end", "end_h", type=click.FloatRange(min=0, min_open=True), help="Trace hour to end at."
+    "--end", "end_h", type=FiniteRange(min=0, min_open=True), help="Trace hour to end at."
 )
 @click.option(
     "--duration",
-    type=click.FloatRange(min=0),
+    type=FiniteRange(min=0),
     default=60.0,
     show_default=True,
     help="Seconds to publish once the overlay has formed (the measurement window is this "
     "minus the 5-period delivery deadline).",
 )
-@click.option("--events-per-second", type=click.FloatRange(min=0), default=2.0, show_default=True,
+@click.option("--events-per-second", type=FiniteRange(min=0), default=2.0, show_default=True,
               help="Events the runner publishes per second, each through a random live "
               "node (0: none).")  # fmt: skip
-@click.option("--period", type=click.FloatRange(min=0.05), default=0.5, show_default=True,
+@click.option("--period", type=FiniteRange(min=0.05), default=0.5, show_default=True,
               help="Gossip period of every node, seconds.")  # fmt: skip
 @click.option("--subscriptions", type=click.Choice(["skewed", "random"]), default="skewed",
               show_default=True,
@@ -75,7 +78,7 @@ def swarm() -> None:
 @click.option("--seed", type=int, default=1, show_default=True,
               help="Seed of the subscriptions, the events, the publishers and every node's "
               "random choices (each life of a slot gets its own).")  # fmt: skip
-@click.option("--loss", type=click.FloatRange(0, 1, max_open=True), default=0.0,
+@click.option("--loss", type=FiniteRange(0, 1, max_open=True), default=0.0,
               help="netns: drop this fraction of each host's incoming datagrams "
               "(needs iptables).")  # fmt: skip
 @click.option("--cut", "cut_spec", metavar="SLOT@SECONDS",
@@ -107,6 +110,8 @@ def up(nodes, backend, trace_path, speedup, start_h, end_h, duration, events_per
         try:
             slot_text, at_text = cut_spec.split("@")
             cut = (int(slot_text), float(at_text))
+            if not math.isfinite(cut[1]) or cut[1] < 0:
+                raise ValueError
         except ValueError:
             raise click.BadParameter(
                 "expected SLOT@SECONDS, e.g. 3@20", param_hint="--cut"
@@ -316,7 +321,7 @@ def status(log_dir, as_json) -> None:
 
 @swarm.command("down")
 @click.argument("log_dir", metavar="DIR", type=_DIR)
-@click.option("--timeout", type=click.FloatRange(min=1), default=60.0, show_default=True,
+@click.option("--timeout", type=FiniteRange(min=1), default=60.0, show_default=True,
               help="Seconds to wait for the swarm to stop.")  # fmt: skip
 def down(log_dir, timeout) -> None:
     """Stop the swarm running in DIR as Ctrl-C would: the runner stops every

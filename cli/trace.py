@@ -22,6 +22,7 @@ from vinifera.churn_traces import (
 )
 from vinifera.churn_traces.formats import format_avt, format_evt
 from vinifera.churn_traces.synth import SKYPE_DAYS, SKYPE_NODES
+from vinifera.cli.params import FiniteRange
 
 _IN = click.Path(exists=True, dir_okay=False, path_type=Path)
 _OUT = click.Path(dir_okay=False, writable=True, path_type=Path)
@@ -148,7 +149,7 @@ def stats_cmd(file: Path, as_json: bool, probe_seconds: int) -> None:
     "--days",
     default=round(SKYPE_DAYS, 2),
     show_default=True,
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteRange(min=0, min_open=True),
     help="Length of the trace.",
 )
 @click.option(
@@ -207,19 +208,19 @@ def convert_cmd(src: Path, dst: Path) -> None:
 @click.option(
     "--start",
     "start_h",
-    type=click.FloatRange(min=0),
+    type=FiniteRange(min=0),
     help="Keep from this hour of the input trace (times re-based to 0).",
 )
 @click.option(
     "--end",
     "end_h",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteRange(min=0, min_open=True),
     help="Keep up to this hour of the input trace.",
 )
 @click.option(
     "--compress",
     "factor",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteRange(min=0, min_open=True),
     help="Divide all times by X (rounded to the nearest second; no session is lost).",
 )
 @click.option(

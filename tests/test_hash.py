@@ -7,7 +7,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from vinifera.ring import RING_MAX
-from vinifera.schema import MAX_STRING, Attribute, AttrType
+from vinifera.schema import MAX_STRING, Attribute, AttrType, SchemaError
 
 INT64 = st.integers(-(1 << 63), (1 << 63) - 1)
 FINITE = st.floats(allow_nan=False, allow_infinity=False)
@@ -17,6 +17,7 @@ STRINGS = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
 @st.composite
 def int_attr_and_values(draw):
     a, b = sorted((draw(INT64), draw(INT64)))
+    assume(a != b)
     attr = Attribute("x", AttrType.INT, a, b)
     v = draw(st.integers(a, b))
     u = draw(st.integers(a, b))
@@ -27,6 +28,7 @@ def int_attr_and_values(draw):
 def float_attr_and_values(draw):
     # + 0.0 turns -0.0 into 0.0: floats(0.0, -0.0) is an empty strategy.
     a, b = sorted((draw(FINITE) + 0.0, draw(FINITE) + 0.0))
+    assume(a != b)
     attr = Attribute("x", AttrType.FLOAT, a, b)
     vals = st.floats(a, b, allow_nan=False, allow_infinity=False)
     return attr, draw(vals), draw(vals)
@@ -128,9 +130,11 @@ def test_string_hash_bounds_and_prefix_resolution():
     assert attr.key("abcdefgh1") == attr.key("abcdefgh2")
 
 
-def test_degenerate_domain_maps_to_zero():
-    assert Attribute("x", AttrType.INT, 7, 7).key(7) == 0
-    assert Attribute("x", AttrType.FLOAT, 2.5, 2.5).key(2.5) == 0
+def test_degenerate_domain_is_refused():
+    # One value would send the whole attribute to a single rendezvous.
+    for t, v in ((AttrType.INT, 7), (AttrType.FLOAT, 2.5)):
+        with pytest.raises(SchemaError, match="empty domain"):
+            Attribute("x", t, v, v)
 
 
 def test_int_hash_is_exact():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -120,3 +121,58 @@ def test_a_stale_compiled_build_is_one_line_and_exit_2_where_nothing_catches_it(
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert caught.returncode == 0 and caught.stdout == "ok\n", caught.stderr
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e400"])
+def test_a_number_that_is_not_finite_is_refused_by_every_command(tmp_path, value):
+    """click's FloatRange lets NaN through every bound and infinity through
+    every lower bound; trio or int() then raised a traceback."""
+    from vinifera.cli.node import main as node_main
+
+    schema = str(Path(__file__).resolve().parents[1] / "compose" / "schema.toml")
+    key = tmp_path / "net.key"
+    key.write_text("k" * 32)
+    cases = [
+        (node_main, ["run", "--schema", schema, "--period", value]),
+        (node_main, ["run", "--schema", schema, "--peer-rate", value]),
+        (node_main, ["run", "--schema", schema, "--replay-skew", value]),
+        (
+            node_main,
+            ["run", "--schema", schema, "--replay-skew", value, "--network-key-file", str(key)],
+        ),
+        (main, ["sim", "run", "--nodes", "5", "--rounds", "2", "--loss", value]),
+        (main, ["sim", "run", "--nodes", "5", "--rounds", "2", "--latency", f"0:{value}"]),
+        (main, ["analyze", str(tmp_path), "--from", value]),
+    ]
+    for command, args in cases:
+        res = CliRunner().invoke(command, args)
+        assert res.exit_code == 2, (args, res.output, res.exception)
+        said = "finite" in res.output or "not in the range" in res.output
+        assert said and "Traceback" not in res.output, (args, res.output)
+
+
+def test_a_schema_with_a_one_value_domain_is_refused(tmp_path):
+    from vinifera.cli.node import main as node_main
+
+    path = tmp_path / "s.toml"
+    path.write_text('[attributes.a0]\ntype = "float"\nmin = 2.5\nmax = 2.5\n')
+    for args in (["check", "--schema", str(path)], ["run", "--schema", str(path)]):
+        res = CliRunner().invoke(node_main, args)
+        assert res.exit_code == 2, (args, res.output)
+        assert "empty domain" in res.output and "Traceback" not in res.output
+
+
+def test_a_node_on_an_address_that_is_not_this_hosts_says_so_in_one_line():
+    import subprocess
+    import sys
+
+    schema = Path(__file__).resolve().parents[1] / "compose" / "schema.toml"
+    node = Path(sys.executable).parent / "vinifera-node"
+    out = subprocess.run(
+        [str(node), "run", "--listen", "203.0.113.5:7000", "--schema", str(schema)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip().splitlines() == [
+        "Error: cannot run the node on 203.0.113.5:7000: Cannot assign requested address"
+    ]

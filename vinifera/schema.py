@@ -76,7 +76,7 @@ class Attribute:
       keeps that order (non-strictly), so "" -> 0, MAX_STRING -> RING_MAX
       and it is monotone.
 
-    With min == max every value maps to 0.
+    A domain of one value (min == max) is refused.
     """
 
     name: str
@@ -141,6 +141,12 @@ class Attribute:
             setattr_(self, "_kind", _K_FLOAT)
         if lo > hi:
             raise SchemaError(f"attribute {name!r}: inverted bounds min={lo} > max={hi}")
+        if lo == hi:
+            # One value: every event and subscription would hash to one key,
+            # so one node would be the rendezvous of the whole attribute.
+            raise SchemaError(
+                f"attribute {name!r}: empty domain min = max = {lo}; widen it or drop the attribute"
+            )
         span = hi - lo
         if self._kind == _K_FLOAT and math.isinf(span):
             setattr_(self, "_halved", True)
@@ -219,8 +225,6 @@ class Attribute:
         kind = self._kind
         if kind == _K_FLOAT:
             span = self._span
-            if not span:
-                return 0
             if self._halved:
                 r = int((value / 2 - self.min / 2) / span * 18446744073709551616.0)
             else:
@@ -232,8 +236,6 @@ class Attribute:
             return r if r > 0 else 0
         if kind == _K_INT:
             span = self._span
-            if not span:
-                return 0
             return (value - self.min) * RING_MAX // span
         p = int.from_bytes(value[:8].encode("utf-8")[:8].ljust(8, b"\0"), "big")
         if p >= _PMAX:
