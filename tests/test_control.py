@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import stat
 import subprocess
 
@@ -50,11 +51,106 @@ async def test_tcp_control_needs_the_token(tmp_path):
         def ask(tok):
             return request(addr, {"op": "publish", "values": {"a0": 1, "a1": 2}}, token=tok)
 
-        for wrong in (None, ControlToken(b"another token, also long enough")):
-            with pytest.raises(ControlError, match="bad or missing token"):
-                await trio.to_thread.run_sync(ask, wrong)
+        with pytest.raises(ControlError, match="needs its control token"):
+            await trio.to_thread.run_sync(ask, None)
+        with pytest.raises(ControlError, match="bad or missing token"):
+            await trio.to_thread.run_sync(ask, ControlToken(b"another token, also long enough"))
         assert node.status()["counters"].get("delivered", 0) == 0
         assert isinstance((await trio.to_thread.run_sync(ask, token))["eid"], int)
+
+
+class Wire:
+    """A raw client of the control endpoint: what an eavesdropper or a port
+    squatter holds (the lines a real client sent)."""
+
+    def __init__(self, addr: str) -> None:
+        host, port = addr.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=10)
+        self.file = self.sock.makefile("rb")
+
+    def line(self) -> dict:
+        return json.loads(self.file.readline())
+
+    def send(self, raw: bytes) -> dict:
+        self.sock.sendall(raw)
+        return self.line()
+
+    def close(self) -> None:
+        self.file.close()
+        self.sock.close()
+
+
+async def test_a_captured_proof_is_refused(tmp_path):
+    """Issue 75 item 4: the proof was a fixed hash of the token, so one seen
+    request let anyone publish. Now it is a MAC over a per-connection nonce,
+    the request's position and the request itself."""
+    from vinifera.daemon.control import REPLY, REQUEST
+
+    token = ControlToken(b"a control token of some length")
+    async with vinifera.Node(
+        SCHEMA, period=PERIOD, seed=1, control="127.0.0.1:0", control_token=token
+    ) as node:
+        addr = node.runner.control_address
+
+        def attack() -> list[dict]:
+            honest = Wire(addr)
+            challenge = honest.line()["challenge"]
+            publish = {"op": "publish", "values": {"a0": 1, "a1": 2}}
+            proof = token.prove(REQUEST, challenge, 0, publish)
+            captured = json.dumps({**publish, "proof": proof}).encode() + b"\n"
+            replies = [honest.send(captured)]  # the honest request, admitted
+            # the same line again on the same connection (position 1, not 0)
+            replies.append(honest.send(captured))
+            honest.close()
+            # the same line on a new connection (another nonce)
+            replay = Wire(addr)
+            second = replay.line()["challenge"]
+            replies.append(replay.send(captured))
+            replay.close()
+            # the proof moved onto another request on the connection it was made for
+            forged = Wire(addr)
+            third = forged.line()["challenge"]
+            good = token.prove(REQUEST, third, 0, publish)
+            other = {"op": "subscribe", "expr": "a0 in [0, 1]", "proof": good}
+            replies.append(forged.send(json.dumps(other).encode() + b"\n"))
+            forged.close()
+            assert len({challenge, second, third}) == 3  # fresh per connection
+            # the node proves its replies: the admitted one verifies
+            ok = dict(replies[0])
+            assert token.verify(REPLY, challenge, 0, ok)
+            return replies
+
+        replies = await trio.to_thread.run_sync(attack)
+        assert replies[0]["ok"] and isinstance(replies[0]["result"]["eid"], int)
+        for refused in replies[1:]:
+            assert refused == {"ok": False, "error": "bad or missing token"}
+        assert node.status()["subscription"] is None  # the forged subscribe did nothing
+
+
+def test_a_squatter_that_cannot_prove_the_token_is_not_believed(tmp_path):
+    """Something else on the node's port answers "ok": the client says so
+    instead of taking the answer for the node's."""
+    import threading
+
+    token = ControlToken(b"a control token of some length")
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def squat() -> None:
+        conn, _ = server.accept()
+        with conn:
+            conn.sendall(b'{"challenge": "00"}\n')
+            conn.recv(1 << 16)
+            conn.sendall(b'{"ok": true, "result": {"eid": 1}}\n')
+
+    thread = threading.Thread(target=squat, daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(ControlError, match="without proving it holds the token"):
+            request(f"127.0.0.1:{port}", {"op": "status"}, token=token)
+    finally:
+        thread.join(timeout=10)
+        server.close()
 
 
 def test_tcp_control_without_a_token_or_off_loopback_is_refused_in_settings():
@@ -107,7 +203,7 @@ def test_the_cli_client_sends_the_token(tmp_path):
         control = json.loads(line)["control_address"]
         base = [*cli(), "status", "--control", control]
         out = subprocess.run(base, capture_output=True, text=True, timeout=30)
-        assert out.returncode == 1 and "bad or missing token" in out.stderr
+        assert out.returncode == 1 and "needs its control token" in out.stderr
         out = subprocess.run([*base, "--control-token-file", str(short)], capture_output=True,
                              text=True, timeout=30)  # fmt: skip
         assert out.returncode == 2 and "too short" in out.stderr

@@ -4,14 +4,20 @@ ADDR is a Unix socket path (anything containing '/'), created mode 0600 (under
 a restrictive umask, so there is no moment at which another user could
 connect); or HOST:PORT on a loopback address, which any local user can reach,
 so it is served only with a token (`ControlToken`, a file like the network
-key) that every request must carry. Never a routable address. Protocol: one
-JSON object per line each way.
+key) that every request must prove it holds. Never a routable address.
+Protocol: one JSON object per line each way.
 
     {"op": "publish", "values": {"temp": 3.5}}  -> {"ok": true, "result": {"eid": ...}}
     {"op": "publish", "assignments": ["temp=3.5", "city=Oslo"]}  (parsed as on the CLI)
     {"op": "subscribe", "expr": "temp in [0, 5]"}  (null unsubscribes)
     {"op": "status"}
-    ... and with a token, every request also has "token": ControlToken.proof
+
+With a token the node first sends {"challenge": HEX}, a fresh nonce per
+connection, and the n-th request (from 0) carries "proof": a MAC keyed by the
+token over the nonce, n and the request itself (`ControlToken.prove`); each
+reply carries the node's proof the same way, so the client knows it is not
+talking to whatever else took the port. A proof seen on the wire is worth
+nothing on another connection, at another position or for another request.
 Errors come back as {"ok": false, "error": "..."}; the node keeps running.
 """
 
@@ -23,6 +29,7 @@ import hmac
 import ipaddress
 import json
 import os
+import secrets
 import socket
 import stat
 from pathlib import Path
@@ -86,25 +93,41 @@ def check_control(addr: str, token: ControlToken | None) -> None:
 
 class ControlToken:
     """A shared secret for the control endpoint, read from a file (16 bytes
-    or more, surrounding whitespace ignored). Requests carry `proof`, a hash
-    of it, never the secret itself."""
+    or more, surrounding whitespace ignored). It never crosses the wire:
+    each message carries a MAC of itself keyed by the token (`prove`)."""
 
-    __slots__ = ("proof",)
+    __slots__ = ("_key",)
 
     def __init__(self, secret: bytes) -> None:
         secret = secret_bytes(secret, "control token")
-        self.proof = hashlib.blake2b(secret, digest_size=32, person=b"vinifera-ctl").hexdigest()
+        self._key = hashlib.blake2b(secret, digest_size=32, person=b"vinifera-ctl").digest()
 
     @classmethod
     def load(cls, path: str | Path) -> ControlToken:
         return cls(read_secret(path, "control token"))
 
-    def admits(self, request: dict) -> bool:
-        given = request.get("token")
-        return isinstance(given, str) and hmac.compare_digest(given.encode(), self.proof.encode())
+    def prove(self, role: bytes, challenge: str, seq: int, message: dict) -> str:
+        """The proof of the `seq`-th `message` (without its "proof") on the
+        connection whose nonce is `challenge`; `role` is REQUEST or REPLY, so
+        a node's reply cannot be sent back to it as a request."""
+        body = json.dumps(message, sort_keys=True, separators=(",", ":"))
+        h = hashlib.blake2b(key=self._key, digest_size=32, person=role)
+        h.update(challenge.encode() + b"\n" + str(seq).encode() + b"\n" + body.encode())
+        return h.hexdigest()
+
+    def verify(self, role: bytes, challenge: str, seq: int, message: dict) -> bool:
+        """Whether `message` carries the right proof (it is removed)."""
+        given = message.pop("proof", None)
+        if not isinstance(given, str):
+            return False
+        return hmac.compare_digest(given, self.prove(role, challenge, seq, message))
 
     def __repr__(self) -> str:
         return "ControlToken(<secret>)"
+
+
+REQUEST = b"vinifera-ctl-rq"
+REPLY = b"vinifera-ctl-rp"
 
 
 # ----------------------------------------------------------------- server
@@ -141,7 +164,12 @@ async def _serve_stream(runner, token: ControlToken | None, stream: trio.abc.Str
 
 async def _converse(runner, token: ControlToken | None, stream: trio.abc.Stream) -> None:
     buf = b""
+    challenge = ""
+    seq = 0
     async with stream:
+        if token is not None:
+            challenge = secrets.token_hex(16)
+            await stream.send_all(json.dumps({"challenge": challenge}).encode() + b"\n")
         while True:
             chunk = await stream.receive_some(MAX_REQUEST)
             if not chunk:
@@ -156,13 +184,16 @@ async def _converse(runner, token: ControlToken | None, stream: trio.abc.Stream)
                     request = json.loads(line)
                     if not isinstance(request, dict):
                         raise ControlError("a request is a JSON object")
-                    if token is not None and not token.admits(request):
+                    if token is not None and not token.verify(REQUEST, challenge, seq, request):
                         # nothing more on this connection: no guessing in a loop
                         await stream.send_all(b'{"ok":false,"error":"bad or missing token"}\n')
                         return
                     reply = {"ok": True, "result": await _handle(runner, request)}
                 except (ValueError, RuntimeError) as err:  # bad JSON, ViniferaError, not running
                     reply = {"ok": False, "error": str(err)}
+                if token is not None:
+                    reply["proof"] = token.prove(REPLY, challenge, seq, reply)
+                seq += 1
                 await stream.send_all(json.dumps(reply).encode() + b"\n")
 
 
@@ -256,8 +287,6 @@ def request(
 ) -> dict:
     """Send one request to a running node (blocking); returns its result or
     raises ControlError with the node's message."""
-    if token is not None:
-        payload = {**payload, "token": token.proof}
     try:
         if is_unix(addr):
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -269,19 +298,52 @@ def request(
         with sock:
             sock.settimeout(timeout)
             sock.connect(target)
+            lines = _Lines(sock)
+            challenge = ""
+            if token is not None:
+                greeting = _parse(lines.next(), addr)
+                challenge = greeting.get("challenge")
+                if not isinstance(challenge, str):
+                    raise ControlError(f"{addr} asked for no token: is it a node's TCP endpoint?")
+                payload = {**payload, "proof": token.prove(REQUEST, challenge, 0, payload)}
             sock.sendall(json.dumps(payload).encode() + b"\n")
-            data = b""
-            while not data.endswith(b"\n"):
-                chunk = sock.recv(1 << 16)
-                if not chunk:
-                    break
-                data += chunk
+            reply = _parse(lines.next(), addr)
     except OSError as err:
         raise ControlError(f"cannot reach the node at {addr}: {err.strerror or err}") from None
-    try:
-        reply = json.loads(data)
-    except ValueError:
-        raise ControlError(f"no valid reply from {addr}") from None
+    if token is None and "challenge" in reply:
+        raise ControlError(f"the node at {addr} needs its control token (--control-token-file)")
+    if token is not None and reply.get("ok") and not token.verify(REPLY, challenge, 0, reply):
+        raise ControlError(
+            f"the endpoint at {addr} answered without proving it holds the token: "
+            "is another program on that port?"
+        )
     if not reply.get("ok"):
         raise ControlError(reply.get("error", "request failed"))
     return reply["result"]
+
+
+class _Lines:
+    """Newline-terminated lines from a blocking socket."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._buf = b""
+
+    def next(self) -> bytes:
+        while b"\n" not in self._buf:
+            chunk = self._sock.recv(1 << 16)
+            if not chunk:
+                break
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line
+
+
+def _parse(line: bytes, addr: str) -> dict:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        raise ControlError(f"no valid reply from {addr}") from None
+    if not isinstance(message, dict):
+        raise ControlError(f"no valid reply from {addr}")
+    return message
