@@ -160,6 +160,14 @@ def _load_config(ctx: click.Context, param: click.Parameter, value: Path | None)
     "required for a TCP control endpoint.",
 )
 @click.option(
+    "--metrics",
+    metavar="[HOST:]PORT",
+    envvar="VINIFERA_METRICS",
+    show_envvar=True,
+    help="Serve Prometheus metrics at http://HOST:PORT/metrics (a PORT alone: on "
+    "127.0.0.1). Off by default; the README lists the metrics.",
+)
+@click.option(
     "--network-key-file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     envvar="VINIFERA_NETWORK_KEY_FILE",

@@ -26,6 +26,7 @@ from vinifera.daemon.control import serve_control
 from vinifera.daemon.diagnostics import node_logger
 from vinifera.daemon.gate import Gate
 from vinifera.daemon.journal import recent_deliveries
+from vinifera.daemon.metrics import NodeMetrics
 from vinifera.daemon.outbox import Outbox
 from vinifera.daemon.settings import NodeSettings
 from vinifera.errors import SchemaError, brief
@@ -96,7 +97,14 @@ class NodeRunner:
         # what a node's bandwidth goes to: UDP datagrams and payload bytes by message kind
         self.sent_datagrams: Counter = Counter()
         self.sent_bytes: Counter = Counter()
+        self.received_messages: Counter = Counter()  # kind -> messages that passed every check
+        self.received_bytes: Counter = Counter()
         self.bad: Counter = Counter()
+        # routing links that appeared since start (sampled every period)
+        self.link_changes = 0
+        self._links_seen: frozenset = frozenset()
+        self.metrics: NodeMetrics | None = None
+        self.metrics_address: str | None = None
         self.failures: Counter = Counter()  # exception type -> datagrams it cost
         self._listeners: list[Callable[[Delivery], None]] = []
         self._cancel = trio.CancelScope()
@@ -173,11 +181,15 @@ class NodeRunner:
                         self.control_address = await nursery.start(
                             serve_control, self, s.control, s.control_token
                         )
+                    if s.metrics is not None:
+                        self.metrics = NodeMetrics(self.status)
+                        self.metrics_address = self.metrics.serve(s.metrics)
                     self.log.info(
                         "started",
                         bootstrap=list(s.bootstrap),
                         control=s.control,
                         control_address=self.control_address,
+                        metrics_address=self.metrics_address,
                     )
                     self._started.set()
                     task_status.started(self)
@@ -186,6 +198,8 @@ class NodeRunner:
                     await self._leave()
                 if self._log is not None:
                     self._log.close()
+                if self.metrics is not None:
+                    self.metrics.close()
                 self._sock = None
 
     def stop(self) -> None:
@@ -233,6 +247,9 @@ class NodeRunner:
             await self._execute(self.node.tick(now))
             self._gate.tick(now)
             self._watch_bootstrap(now)
+            links = frozenset(self.node.overlay.links.by_address)
+            self.link_changes += len(links - self._links_seen)
+            self._links_seen = links
             if self._log is not None:
                 self._log.flush()  # a node killed hard loses at most one period
 
@@ -354,6 +371,9 @@ class NodeRunner:
             self._count_bad("self", src, "our own address")
             return
         self.counters["messages_received"] += 1
+        kind = type(msg).__name__
+        self.received_messages[kind] += 1
+        self.received_bytes[kind] += len(data)
         actions = self.node.receive(now, msg)
         if actions:
             await self._execute(actions)
@@ -442,6 +462,8 @@ class NodeRunner:
     def _deliver(self, action: Deliver) -> None:
         self.counters["delivered"] += 1
         d = Delivery(action.eid, action.event, action.hops, self.clock.now())
+        if self.metrics is not None:
+            self.metrics.delivered(d.hops)
         for listener in self._listeners:
             listener(d)
 
@@ -490,6 +512,9 @@ class NodeRunner:
             },
             "sent_datagrams": dict(self.sent_datagrams),
             "sent_bytes": dict(self.sent_bytes),
+            "received_messages": dict(self.received_messages),
+            "received_bytes": dict(self.received_bytes),
+            "link_changes": self.link_changes,
             "recv_buffer": self.recv_buffer,
             # datagrams waiting for room in the socket's send buffer (outbox.py)
             "outbox": len(self._outbox) if self._outbox is not None else 0,

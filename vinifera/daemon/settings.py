@@ -8,6 +8,7 @@ from pathlib import Path
 
 from vinifera.daemon.admission import Limits
 from vinifera.daemon.control import ControlToken, check_control
+from vinifera.daemon.metrics import parse_metrics_address
 from vinifera.errors import ViniferaError
 from vinifera.protocol.config import (
     BASELINE_OVERLAY,
@@ -43,6 +44,8 @@ class NodeSettings:
     # Requests to the control endpoint must carry this token's proof.
     control_token: ControlToken | None = None
     network_key: NetworkKey | None = None
+    # Prometheus endpoint, HOST:PORT (or PORT, on 127.0.0.1); None: none.
+    metrics: str | None = None
     # Gossip period in seconds; the overlay's timeouts scale with it.
     period: float = 1.0
     # Seed of the node's random generator (None: from the OS).
@@ -105,6 +108,8 @@ class NodeSettings:
             raise ViniferaError("recv_buffer must be at least 4096 bytes")
         if self.control is not None:
             check_control(self.control, self.control_token)
+        if self.metrics is not None:
+            parse_metrics_address(self.metrics)
         host, _ = parse_address(self.listen, allow_any_port=True)
         if self.advertise is None and host in WILDCARDS:
             raise ViniferaError(
