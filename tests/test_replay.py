@@ -1,5 +1,6 @@
 """Replay protection with a network key: a datagram captured on the wire and
-sent again is refused, at any age, and at any other node."""
+sent again is refused, at any age, and at any other node. Without a key: a
+captured event is a duplicate for as long as its cookie can pass."""
 
 from __future__ import annotations
 
@@ -113,3 +114,50 @@ async def test_a_captured_datagram_is_refused_again_later_and_elsewhere():
         assert counters["replay_stale"] == len(captured)
         # at C the captures were addressed to someone else: their tag does not verify
         assert c.status()["counters"]["bad_mac"] == len(captured)
+
+
+async def test_without_a_key_a_captured_event_is_a_duplicate_while_its_cookie_lasts():
+    """Issue 75 item 5: the duplicate memory (30 periods) ended before the
+    cookie that let the capture in (up to two cookie epochs), so the event
+    was delivered again. B's datagrams to A are captured; B leaves; from
+    B's address they are sent again after 30 periods, cookie still valid."""
+    period, epoch = 0.1, 10.0
+    async with AsyncExitStack() as stack:
+        a = await stack.enter_async_context(
+            vinifera.Node(SCHEMA, period=period, cookie_epoch=epoch, seed=1,
+                          listen="127.0.0.21:0", subscription="a0 in [100, 200]")
+        )  # fmt: skip
+        assert a.runner.node.content.config.dedupe_memory * period >= 2 * epoch
+        b_stack = AsyncExitStack()
+        b = await b_stack.enter_async_context(
+            vinifera.Node(SCHEMA, period=period, cookie_epoch=epoch, seed=2,
+                          listen="127.0.0.22:0", bootstrap=[a.address])
+        )  # fmt: skip
+        await wait_for(lambda: a.runner.node.content.ready and b.address in a.status()["view"],
+                       30, "a installed, b known")  # fmt: skip
+        captured: list[bytes] = []
+        send = b.runner._sendto
+
+        async def capture(data, dest, kind):
+            if dest == parse_address(a.address) and kind in ("EventMessage", "EventPush"):
+                captured.append(data)
+            await send(data, dest, kind)
+
+        b.runner._sendto = capture
+        await b.publish(a0=150, a1=1)
+        await wait_for(lambda: a.status()["counters"].get("delivered") == 1, 10, "the delivery")
+        b_address = b.address
+        await b_stack.aclose()
+        assert captured
+        await trio.sleep(30 * period + 0.5)  # past the old duplicate memory
+
+        def received() -> int:
+            return a.status()["protocol_counters"]["events_received"]
+
+        before = received()
+        with trio.socket.socket(type=trio.socket.SOCK_DGRAM) as sock:
+            await sock.bind(parse_address(b_address))
+            for data in captured:
+                await sock.sendto(data, parse_address(a.address))
+            await wait_for(lambda: received() >= before + len(captured), 10, "the replays")
+        assert a.status()["counters"]["delivered"] == 1

@@ -3,7 +3,8 @@ protocol configuration."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from vinifera.daemon.admission import Limits
@@ -157,4 +158,13 @@ class NodeSettings:
         )
 
     def content_config(self) -> ContentConfig:
-        return system_defaults(self.system)[2]
+        cfg = system_defaults(self.system)[2]
+        # The duplicate memory must outlive every way a captured datagram
+        # gets in again: with a key, the replay skew (older is refused by its
+        # stamp); without, its cookie, which passes for up to two epochs.
+        # Shorter, a capture sent again after the memory was delivered again.
+        admits_for = self.replay_skew if self.network_key is not None else 2 * self.cookie_epoch
+        periods = math.ceil(admits_for / self.period) + 2
+        if periods > cfg.dedupe_memory:
+            cfg = replace(cfg, dedupe_memory=float(periods))
+        return cfg
