@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from vinifera.daemon.cookies import CURRENT, PREVIOUS, CookieIssuer, PeerCookies
+from vinifera.daemon.gate import Gate
 from vinifera.protocol import messages as m
 from vinifera.protocol.profile import Profile
 from vinifera.wire import Challenge, Header, Hello, body, encode_handshake
@@ -49,26 +50,35 @@ def test_a_challenge_nobody_asked_for_changes_nothing():
     assert a.header_for(B, 10.0) is None
 
 
-def test_a_hello_keeps_its_offer_but_cannot_replace_a_cookie():
-    a = PeerCookies(CookieIssuer(SECRET, 100.0), hold_for=2.0)
-    a.on_hello(B, 5, 0.0)
-    assert a.header_for(B, 0.0).cookie == 5
-    a.on_hello(B, 6, 0.0)  # a forged Hello later
-    assert a.header_for(B, 0.0).cookie == 5
+def test_a_hello_releases_nothing_and_gives_no_cookie():
+    """Issue 75 item 7: a forged Hello released what we held for its
+    (claimed) source, to an address that never proved itself."""
+    gate = Gate(None, 0.0, 30.0, 100.0, hold_for=2.0)
+    held = gate.outbound(B, [PING, PING], 0.0)
+    assert len(held) == 1 and len(held[0]) == 12  # just our Hello to B
+    forged = Hello(1 << 63 | 5)
+    verdict = gate.inbound(forged, B, 12, 0.1)
+    assert not verdict.passes
+    assert [len(r) for r in verdict.replies] == [12]  # a Challenge, nothing else
+    assert gate.cookies.header_for(B, 0.2) is None  # still holding
+    assert gate.cookies.held_bytes == 2 * len(PING.data)
 
 
-def test_a_proven_datagram_hands_over_its_offer_and_stops_ours():
+def test_a_proven_datagram_hands_over_its_offer_releases_what_was_held_and_stops_ours():
     ia, ib = CookieIssuer(SECRET, 100.0), CookieIssuer(b"b's own secret, long enough", 100.0)
     a = PeerCookies(ia, hold_for=2.0)
-    a.on_hello(B, ib.issue(A, 0.0), 0.0)
-    assert a.header_for(B, 0.0).offer == ia.issue(B, 0.0)  # B has not shown ours yet
+    a.header_for(B, 0.0)
+    a.hold(B, [PING], 0.0)
     unproven = Header(cookie=123, offer=999)
     assert a.check(B, unproven, 1.0) is None
-    assert a.header_for(B, 1.0).cookie == ib.issue(A, 0.0)  # an unproven offer is ignored
-    proven = Header(cookie=ia.issue(B, 1.0), offer=77)
+    assert a.header_for(B, 1.0) is None  # an unproven offer is ignored
+    assert a.released_to_proven(B, 1.0) == []
+    proven = Header(cookie=ia.issue(B, 1.0), offer=ib.issue(A, 1.0))
     assert a.check(B, proven, 1.0) == CURRENT
+    released = a.released_to_proven(B, 1.0)
+    assert [b for _, b in released] == [PING] and released[0][0].cookie == ib.issue(A, 1.0)
     h = a.header_for(B, 1.0)
-    assert h.cookie == 77 and h.offer == 0
+    assert h.cookie == ib.issue(A, 1.0) and h.offer == 0
     assert a.check(B, proven, 150.0) == PREVIOUS
     assert a.renewal_due(B, 150.0) and not a.renewal_due(B, 160.0)
     assert a.header_for(B, 150.0).offer == ia.issue(B, 150.0)  # offered again

@@ -9,7 +9,8 @@ import socket
 from vinifera.schema import Schema
 from vinifera.wire import Challenge, Decoder, Header, Hello, encode_handshake
 
-# A Hello as big as a node's (a 64-bit cookie): the node's Challenge is no larger.
+# A Hello as big as a node's (a 64-bit cookie): the node's Challenge is no larger. It is
+# also the cookie we offer in our headers (a node takes none from a Hello).
 HELLO_OFFER = (1 << 64) - 1
 _ANY = Decoder(Schema.numeric(1, 0.0, 1.0))  # handshakes do not depend on the schema
 
@@ -30,7 +31,7 @@ def prove(sock: socket.socket, target: tuple[str, int], timeout: float = 5.0) ->
         data, src = sock.recvfrom(70_000)
         c = challenge_in(data)
         if src[:2] == target and c is not None:
-            return Header(cookie=c.cookie)
+            return Header(cookie=c.cookie, offer=HELLO_OFFER)
 
 
 async def aprove(sock, target: tuple[str, int]) -> Header:
@@ -40,4 +41,4 @@ async def aprove(sock, target: tuple[str, int]) -> Header:
         data, src = await sock.recvfrom(70_000)
         c = challenge_in(data)
         if src[:2] == target and c is not None:
-            return Header(cookie=c.cookie)
+            return Header(cookie=c.cookie, offer=HELLO_OFFER)

@@ -11,9 +11,14 @@ valid one is answered only with a Challenge (a 12-byte datagram, never
 larger than what it answers) and dropped. First contact:
 
     A -> B  Hello(A's cookie for B)        A holds its messages for B
-    B -> A  Challenge(B's cookie for A)    B keeps A's cookie
-    A -> B  held messages, header cookie = B's cookie for A
+    B -> A  Challenge(B's cookie for A)    B sends A nothing else yet
+    A -> B  held messages, header cookie = B's cookie for A: A is proven,
+            and their offer (A's cookie for B) is what B sends A with
     B -> A  replies, header cookie = A's cookie for B: A checks it too
+
+A Hello proves nothing (anyone can forge its source), so it is answered
+with the Challenge only: it neither gives us a cookie to send with nor
+releases what we hold for that address.
 
 The PeerCookies table remembers what peers issued to us, whether they hold
 ours, and messages held until a first contact completes; it is bounded
@@ -177,12 +182,12 @@ class PeerCookies:
         p.last_renewal = now
         return True
 
-    def on_hello(self, address: str, offer: int, now: float) -> list[tuple[Header, Body]]:
-        """A first contact (maybe forged): keep its cookie unless we have
-        one already; what we held for it can go now."""
-        p = self._peer(address, True)
-        if not p.theirs:
-            p.theirs = offer
+    def released_to_proven(self, address: str, now: float) -> list[tuple[Header, Body]]:
+        """After a proven datagram from `address` (which carried its cookie
+        for us): what we held for it can go."""
+        p = self._peer(address, False)
+        if p is None or not p.theirs:
+            return []
         return self._release(address, p, now)
 
     def on_challenge(self, address: str, cookie: int, now: float) -> list[tuple[Header, Body]]:

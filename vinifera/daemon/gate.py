@@ -86,8 +86,7 @@ class Gate:
         t = type(d)
         if t is Hello:
             self.counters["hellos_received"] += 1
-            replies = self._challenge(sender, size, now)
-            return Verdict(False, replies + self._framed(cookies.on_hello(sender, d.offer, now)))
+            return Verdict(False, self._challenge(sender, size, now))
         if t is Challenge:
             self.counters["challenges_received"] += 1
             return Verdict(False, self._framed(cookies.on_challenge(sender, d.cookie, now)))
@@ -96,9 +95,12 @@ class Gate:
             # no proof: a forged source, or a cookie of ours from before a restart
             self.counters["unproven"] += 1
             return Verdict(False, self._challenge(sender, size, now))
+        replies = (
+            self._framed(cookies.released_to_proven(sender, now)) if cookies.held_bytes else []
+        )
         if verdict is PREVIOUS and cookies.renewal_due(sender, now):
-            return Verdict(True, self._challenge(sender, size, now))
-        return Verdict(True, [])
+            replies += self._challenge(sender, size, now)
+        return Verdict(True, replies)
 
     def _challenge(self, sender: str, size: int, now: float) -> list[bytes]:
         data = encode_handshake(Challenge(self.cookies.offer(sender, now)))

@@ -53,8 +53,10 @@ METRICS = (
     MetricSpec("events_published", "counter", (), "Events published at this node."),
     MetricSpec("deliveries", "counter", (), "Events delivered to the application here."),
     MetricSpec(
-        "event_hops", "histogram", (), "Copies an event took from its publisher to here, "
-        "per delivery."
+        "event_hops",
+        "histogram",
+        (),
+        "Copies an event took from its publisher to here, per delivery.",
     ),
     MetricSpec(
         "events_forwarded",
