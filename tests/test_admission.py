@@ -13,7 +13,7 @@ import pytest
 from test_daemon_processes import SCHEMA_TOML, cli, wait_for
 from wirepeer import prove
 
-from vinifera.daemon.admission import Admission, FairQueue, Limits, host_of
+from vinifera.daemon.admission import Admission, Bucket, FairQueue, Limits, host_of
 from vinifera.daemon.control import request
 from vinifera.protocol import messages as m
 from vinifera.protocol.profile import Profile
@@ -34,6 +34,30 @@ from vinifera.wire import NO_HEADER, Decoder, Header, encode, format_address
 )
 def test_host_of_groups_addresses_by_prefix(ip, v4, v6, expected):
     assert host_of(ip, v4, v6) == expected
+
+
+@pytest.mark.parametrize(
+    "rate,burst,times,expected",
+    [
+        # a full bucket allows `burst` at once, then nothing
+        (1.0, 3, [0, 0, 0, 0], [True, True, True, False]),
+        # tokens come back at `rate` per second
+        (2.0, 1, [0, 0, 0.25, 0.5, 0.5], [True, False, False, True, False]),
+        # never more than `burst` saved up, however long the silence
+        (10.0, 2, [0, 100, 100, 100], [True, True, True, False]),
+        # a clock that goes backwards grants nothing
+        (1.0, 1, [5, 4, 4.5], [True, False, False]),
+    ],
+)
+def test_bucket_arithmetic(rate, burst, times, expected):
+    b = Bucket(burst, times[0])
+    got = []
+    for t in times:
+        b.refill(rate, burst, t)
+        got.append(b.tokens >= 1)
+        if got[-1]:
+            b.tokens -= 1
+    assert got == expected
 
 
 def test_one_host_gets_one_budget_whatever_its_ports():
@@ -66,6 +90,35 @@ def test_a_host_uses_only_so_many_ports_at_once_until_they_go_idle():
     assert adm.admit("h", 1, 10, 5.0) is None  # known ports go on
     assert adm.admit("h", 3, 10, 11.5) is None  # port 2 idle for 10.5 s: its place is free
     assert adm.admit("h", 2, 10, 11.5) == "ports"
+
+
+def test_forged_sources_cost_bounded_memory_that_a_quiet_spell_releases():
+    """Issue 75 item 2: every distinct forged source used to keep a port
+    bucket and a place among its host's ports, up to 4,096 hosts x 64 ports
+    (+113 MB measured). Now the tables hold max_hosts + max_ports entries at
+    most, and honest peers amid the flood are still admitted."""
+    import random
+    import tracemalloc
+
+    rng = random.Random(1)
+    lim = Limits()
+    adm = Admission(lim)
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    honest = 0
+    for i in range(60_000):
+        ip = f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(256)}"
+        t = i * 1e-5
+        adm.admit(adm.host(ip), rng.randrange(1024, 65536), 64, t)
+        if i % 1000 == 0:
+            honest += adm.admit(adm.host("192.0.2.1"), 7000, 300, t) is None
+    grown = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    assert len(adm) <= lim.max_hosts + lim.max_ports
+    assert grown < 16 << 20, grown
+    assert honest == 60
+    adm.prune(60_000 * 1e-5 + lim.port_idle + 1.0)
+    assert len(adm) == 0
 
 
 def test_the_fair_queue_serves_hosts_in_turn_and_bounds_each():

@@ -22,8 +22,6 @@ import ipaddress
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 
-from vinifera.daemon.ratelimit import PeerRateLimiter
-
 # A datagram costs 1 token plus 1 per this many bytes.
 BYTES_PER_TOKEN = 4096
 
@@ -56,16 +54,48 @@ class Limits:
     # What counts as one host.
     ipv4_prefix: int = 32
     ipv6_prefix: int = 64
-    # Hosts (and ports) remembered; the least recently seen is forgotten.
+    # Hosts and ports remembered, all hosts together; the least recently
+    # seen is forgotten first. Every unverified source costs one entry of
+    # each at most, so a flood from forged sources is bounded in memory
+    # (about 5 MiB at these sizes) however many sources it forges.
     max_hosts: int = 4096
+    max_ports: int = 16384
 
     def __post_init__(self) -> None:
         if min(self.host_rate, self.port_rate) <= 0 or min(self.host_burst, self.port_burst) < 1:
             raise ValueError("rates must be > 0 and bursts >= 1")
-        if self.ports_per_host < 1 or self.port_idle <= 0 or self.max_hosts < 1:
-            raise ValueError("ports_per_host, port_idle and max_hosts must be positive")
+        if min(self.ports_per_host, self.max_hosts, self.max_ports) < 1 or self.port_idle <= 0:
+            raise ValueError("ports_per_host, port_idle, max_hosts and max_ports must be positive")
         if not 8 <= self.ipv4_prefix <= 32 or not 16 <= self.ipv6_prefix <= 128:
             raise ValueError("ipv4_prefix must be in 8-32 and ipv6_prefix in 16-128")
+
+
+class Bucket:
+    """A token bucket (tokens, and when they were counted)."""
+
+    __slots__ = ("tokens", "t")
+
+    def __init__(self, tokens: float, t: float) -> None:
+        self.tokens = tokens
+        self.t = t
+
+    def refill(self, rate: float, burst: float, now: float) -> None:
+        # a clock that goes backwards grants nothing
+        self.tokens = min(burst, self.tokens + max(0.0, now - self.t) * rate)
+        self.t = now
+
+
+class _Host(Bucket):
+    """A source host's bucket, its ports in the table, and the datagrams
+    admitted and refused (for status)."""
+
+    __slots__ = ("ports", "admitted", "refused")
+
+    def __init__(self, tokens: float, t: float) -> None:
+        super().__init__(tokens, t)
+        self.ports = 0
+        self.admitted = 0
+        self.refused = 0
 
 
 class Admission:
@@ -73,20 +103,15 @@ class Admission:
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
-        self._hosts = PeerRateLimiter(limits.host_rate, limits.host_burst, limits.max_hosts)
-        self._ports = PeerRateLimiter(
-            limits.port_rate, limits.port_burst, limits.max_hosts * limits.ports_per_host
-        )
-        # host -> port -> last seen, least recently seen first
-        self._active: OrderedDict[str, OrderedDict[int, float]] = OrderedDict()
+        # least recently seen first in both
+        self._hosts: OrderedDict[str, _Host] = OrderedDict()
+        self._ports: OrderedDict[tuple[str, int], Bucket] = OrderedDict()
         self._host_cache: dict[str, str] = {}
-        # host -> [admitted, refused] datagrams, for status: who sends what
-        self.traffic: OrderedDict[str, list[int]] = OrderedDict()
 
     def host(self, ip: str) -> str:
         h = self._host_cache.get(ip)
         if h is None:
-            if len(self._host_cache) >= 4 * self.limits.max_hosts:
+            if len(self._host_cache) >= self.limits.max_hosts:
                 self._host_cache.clear()
             lim = self.limits
             h = self._host_cache[ip] = host_of(ip, lim.ipv4_prefix, lim.ipv6_prefix)
@@ -95,52 +120,82 @@ class Admission:
     def admit(self, host: str, port: int, size: int, now: float) -> str | None:
         """None if the datagram may be read on; else why not: 'ports' (too
         many ports of its host at once), 'host' or 'port' (over budget)."""
-        reason = self._check(host, port, size, now)
-        seen = self.traffic.get(host)
-        if seen is None:
-            if len(self.traffic) >= self.limits.max_hosts:
-                self.traffic.popitem(last=False)
-            seen = self.traffic[host] = [0, 0]
+        h = self._host(host, now)
+        reason = self._check(h, host, port, 1.0 + size // BYTES_PER_TOKEN, now)
+        if reason is None:
+            h.admitted += 1
         else:
-            self.traffic.move_to_end(host)
-        seen[reason is not None] += 1
+            h.refused += 1
         return reason
 
-    def _check(self, host: str, port: int, size: int, now: float) -> str | None:
-        if not self._port_active(host, port, now):
-            return "ports"
-        cost = 1.0 + size // BYTES_PER_TOKEN
-        if not self._ports.allow((host, port), now, cost):
+    def _host(self, host: str, now: float) -> _Host:
+        lim = self.limits
+        h = self._hosts.get(host)
+        if h is None:
+            if len(self._hosts) >= lim.max_hosts:
+                self._hosts.popitem(last=False)  # its ports stay until they age out
+            h = self._hosts[host] = _Host(lim.host_burst, now)
+        else:
+            self._hosts.move_to_end(host)
+            h.refill(lim.host_rate, lim.host_burst, now)
+        return h
+
+    def _check(self, h: _Host, host: str, port: int, cost: float, now: float) -> str | None:
+        lim = self.limits
+        key = (host, port)
+        p = self._ports.get(key)
+        if p is None:
+            self._expire(now)
+            if h.ports >= lim.ports_per_host:
+                return "ports"
+            if len(self._ports) >= lim.max_ports:
+                self._forget_oldest_port()
+            p = self._ports[key] = Bucket(lim.port_burst, now)
+            h.ports += 1
+        else:
+            self._ports.move_to_end(key)
+            p.refill(lim.port_rate, lim.port_burst, now)
+        if p.tokens < cost:
             return "port"
-        if not self._hosts.allow(host, now, cost):
+        if h.tokens < cost:
             return "host"
+        p.tokens -= cost
+        h.tokens -= cost
         return None
 
-    def _port_active(self, host: str, port: int, now: float) -> bool:
+    def _forget_oldest_port(self) -> None:
+        (host, _), _ = self._ports.popitem(last=False)
+        h = self._hosts.get(host)
+        if h is not None and h.ports > 0:
+            h.ports -= 1
+
+    def _expire(self, now: float) -> None:
+        """Forget ports silent for port_idle (the oldest come first)."""
+        ports, idle = self._ports, now - self.limits.port_idle
+        while ports and next(iter(ports.values())).t < idle:
+            self._forget_oldest_port()
+
+    def prune(self, now: float) -> None:
+        """Release what a quiet spell made useless: idle ports, and hosts
+        without ports whose bucket has filled up again (a new entry would
+        be the same)."""
+        self._expire(now)
         lim = self.limits
-        ports = self._active.get(host)
-        if ports is None:
-            if len(self._active) >= lim.max_hosts:
-                self._active.popitem(last=False)
-            ports = self._active[host] = OrderedDict()
-        else:
-            self._active.move_to_end(host)
-        if port in ports:
-            ports[port] = now
-            ports.move_to_end(port)
-            return True
-        idle = now - lim.port_idle
-        while ports and next(iter(ports.values())) < idle:
-            ports.popitem(last=False)
-        if len(ports) >= lim.ports_per_host:
-            return False
-        ports[port] = now
-        return True
+        full_after = lim.host_burst / lim.host_rate
+        hosts = self._hosts
+        for host in [k for k, h in hosts.items() if not h.ports and now - h.t >= full_after]:
+            del hosts[host]
+        if not hosts:
+            self._host_cache.clear()
 
     def top_hosts(self, n: int = 16) -> list[dict]:
         """The hosts that sent most, with what was admitted and refused."""
-        ranked = sorted(self.traffic.items(), key=lambda kv: -(kv[1][0] + kv[1][1]))[:n]
-        return [{"host": h, "admitted": a, "refused": r} for h, (a, r) in ranked]
+        ranked = sorted(self._hosts.items(), key=lambda kv: -(kv[1].admitted + kv[1].refused))
+        return [{"host": k, "admitted": h.admitted, "refused": h.refused} for k, h in ranked[:n]]
+
+    def __len__(self) -> int:
+        """Entries held (hosts and ports)."""
+        return len(self._hosts) + len(self._ports)
 
 
 class FairQueue:

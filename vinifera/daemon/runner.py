@@ -246,6 +246,7 @@ class NodeRunner:
             now = self.clock.now()
             await self._execute(self.node.tick(now))
             self._gate.tick(now)
+            self._admission.prune(now)
             self._watch_bootstrap(now)
             links = frozenset(self.node.overlay.links.by_address)
             self.link_changes += len(links - self._links_seen)
