@@ -82,6 +82,17 @@ def test_big_datagrams_cost_more():
     assert adm.admit("h", 1, 60_000, 0.0) == "port"  # 30 spent, 15 more do not fit
 
 
+def test_work_is_charged_after_the_fact_and_debt_refuses_until_paid():
+    adm = Admission(Limits(host_rate=10, host_burst=20, port_rate=10, port_burst=20))
+    assert adm.admit("h", 1, 10, 0.0) is None  # 1 token paid, 19 left
+    adm.charge("h", 1, 30.0)  # its message took 30 tokens' worth of work: down to -11 (floor -20)
+    assert adm.admit("h", 1, 10, 1.0) == "port"  # -11 + 10 = -1: still in debt
+    assert adm.admit("h", 1, 10, 2.0) is None  # paid off: 9, then 8 after this one
+    adm.charge("h", 1, 1e9)
+    assert adm.admit("h", 2, 10, 2.0) == "host"  # the host's debt counts for its other ports
+    assert adm.admit("h", 2, 10, 6.1) is None  # the floor is -burst: 4.1 s of refill pays it
+
+
 def test_a_host_uses_only_so_many_ports_at_once_until_they_go_idle():
     adm = Admission(Limits(ports_per_host=2, port_idle=10))
     assert adm.admit("h", 1, 10, 0.0) is None
@@ -126,9 +137,52 @@ def test_the_fair_queue_serves_hosts_in_turn_and_bounds_each():
     assert all(q.push("flood", i) for i in range(3))
     assert not q.push("flood", 3)  # its own queue is full
     assert q.push("a", "a1") and q.push("b", "b1")
-    assert not q.push("c", "c1")  # the whole is full
-    assert [q.pop() for _ in range(6)] == [0, "a1", "b1", 1, 2, None]
+    # the whole is full: c, with nothing queued, takes the flood's newest place
+    assert q.push("c", "c1") and q.displaced == 1
+    assert q.push("c", "c2") and not q.push("c", "c3")  # then c is the longest
+    assert [q.pop() for _ in range(6)] == [0, "a1", "b1", "c1", "c2", None]
     assert len(q) == 0
+
+
+def test_many_hosts_under_their_share_cannot_shut_out_another():
+    """Issue 75 item 1: 40 hosts x 256 places filled the 8,192, after which
+    an honest host's datagram was refused with its own queue empty."""
+    q = FairQueue()
+    for i in range(40 * 256):
+        q.push(f"flood{i % 40}", i, 2_000)
+    assert len(q) == 8192
+    assert all(q.push("honest", n, 100) for n in range(8192 // 41))  # its share, whole
+    assert len(q) == 8192
+    # ... and bytes: a host of small datagrams is not shut out by big ones
+    big = FairQueue(max_bytes=1 << 20)
+    for i in range(40 * 256):
+        big.push(f"flood{i % 40}", i, 60_000)
+    assert big.push("honest", 0, 100)
+
+
+def test_the_fair_queue_keeps_its_bounds_and_refuses_only_when_no_queue_is_longer():
+    import random
+
+    rng = random.Random(3)
+    q = FairQueue(per_host=6, total=20, max_bytes=5_000)
+    model: dict[str, list] = {}
+    for step in range(20_000):
+        if rng.random() < 0.55:
+            host, size = f"h{rng.randrange(8)}", rng.randrange(1, 600)
+            own = len(model.get(host, []))
+            ok = q.push(host, (host, step), size)
+            if not ok:  # its own queue is full, or no queue is longer than its now
+                longest = max((len(v) for v in q._queues.values()), default=0)
+                assert own >= 6 or longest <= own, (host, own, longest)
+            model.clear()
+            for item in q._queues.items():
+                model[item[0]] = list(item[1])
+        else:
+            item = q.pop()
+            assert (item is None) == (len(q) == 0 and not any(model.values()))
+            model = {h: list(v) for h, v in q._queues.items()}
+        assert len(q) <= 20 and q._bytes <= 5_000
+        assert len(q) == sum(len(v) for v in q._queues.values())
 
 
 def _ping(sender: str, header: Header = NO_HEADER) -> bytes:

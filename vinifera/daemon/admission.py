@@ -6,7 +6,9 @@ configurable prefix: one machine has a whole /64) and, within a host, per
 source port: one host with many ports gets one host's budget, and one port
 of a host cannot take all of it. A host may also use only so many ports at
 once (each port is a peer the node keeps state for). A datagram costs one
-token plus one per 4 KiB, so big datagrams are budgeted by size.
+token plus one per 4 KiB on admission, so big datagrams are budgeted by
+size, and the work it then made is charged afterwards (`charge`: the
+daemon measures it), so an expensive message costs what it costs.
 
 The FairQueue sits between the socket and the handlers: admitted datagrams
 wait in one bounded queue per host, served round-robin, so a host that
@@ -163,6 +165,19 @@ class Admission:
         h.tokens -= cost
         return None
 
+    def charge(self, host: str, port: int, tokens: float) -> None:
+        """Charge a source for work its datagram made beyond the token it
+        paid on admission (the driver measures it: budgets count work, not
+        datagrams). A bucket may go into debt down to minus its burst; the
+        source is then refused until it has paid off."""
+        lim = self.limits
+        h = self._hosts.get(host)
+        if h is not None:
+            h.tokens = max(-lim.host_burst, h.tokens - tokens)
+        p = self._ports.get((host, port))
+        if p is not None:
+            p.tokens = max(-lim.port_burst, p.tokens - tokens)
+
     def _forget_oldest_port(self) -> None:
         (host, _), _ = self._ports.popitem(last=False)
         h = self._hosts.get(host)
@@ -199,43 +214,94 @@ class Admission:
 
 
 class FairQueue:
-    """Bounded per-host queues served round-robin."""
+    """Bounded per-host queues served round-robin. When the whole is full
+    (in datagrams or bytes), a host whose queue is shorter than the longest
+    takes its place from the longest: so many hosts, each under its budget,
+    cannot fill the queue and shut out one whose own queue is empty (40
+    hosts x 256 places used to fill the 8,192 and refuse honest peers)."""
 
-    def __init__(self, per_host: int = 256, total: int = 8192) -> None:
+    def __init__(self, per_host: int = 256, total: int = 8192, max_bytes: int = 16 << 20) -> None:
+        if min(per_host, total, max_bytes) < 1:
+            raise ValueError("per_host, total and max_bytes must be positive")
         self.per_host = per_host
         self.total = total
+        self.max_bytes = max_bytes
         self._queues: dict[str, deque] = {}
         self._turns: deque[str] = deque()  # hosts with something queued, in serving order
+        # hosts by queue length, and the longest length (maybe stale: it only
+        # ever overestimates, and is corrected when looked at)
+        self._by_len: list[set[str]] = [set() for _ in range(per_host + 1)]
+        self._longest = 0
         self._size = 0
+        self._bytes = 0
+        self.displaced = 0  # datagrams dropped from the longest queue to make room
 
-    def push(self, host: str, item) -> bool:
-        """Queue `item` for `host`; False (dropped) if its queue or the
-        whole is full."""
+    def push(self, host: str, item, size: int = 0) -> bool:
+        """Queue `item` (`size` bytes) for `host`; False (dropped) if its
+        own queue is full, or the whole is and no queue is longer than its."""
         q = self._queues.get(host)
-        if q is None:
-            if self._size >= self.total:
+        n = 0 if q is None else len(q)
+        if n >= self.per_host:
+            return False
+        while self._size >= self.total or self._bytes + size > self.max_bytes:
+            victim = self._longest_host()
+            if victim is None or len(self._queues[victim]) <= n:
                 return False
+            self._drop_newest(victim)
+        if q is None:
             q = self._queues[host] = deque()
             self._turns.append(host)
-        elif len(q) >= self.per_host or self._size >= self.total:
-            return False
-        q.append(item)
+        elif n:
+            self._by_len[n].discard(host)
+        q.append((item, size))
+        self._by_len[n + 1].add(host)
+        self._longest = max(self._longest, n + 1)
         self._size += 1
+        self._bytes += size
         return True
 
     def pop(self):
         """The next item, one host after another; None when empty."""
-        if not self._turns:
+        turns, queues = self._turns, self._queues
+        while turns:
+            host = turns.popleft()
+            q = queues[host]
+            if q:
+                break
+            del queues[host]  # emptied by _drop_newest: it left its turn in place
+        else:
             return None
-        host = self._turns.popleft()
-        q = self._queues[host]
-        item = q.popleft()
+        n = len(q)
+        item, size = q.popleft()
         self._size -= 1
+        self._bytes -= size
+        self._by_len[n].discard(host)
         if q:
+            self._by_len[n - 1].add(host)
             self._turns.append(host)
         else:
             del self._queues[host]
         return item
+
+    def _longest_host(self) -> str | None:
+        by_len = self._by_len
+        while self._longest > 0 and not by_len[self._longest]:
+            self._longest -= 1
+        if self._longest == 0:
+            return None
+        return next(iter(by_len[self._longest]))
+
+    def _drop_newest(self, host: str) -> None:
+        q = self._queues[host]
+        n = len(q)
+        _, size = q.pop()
+        self._size -= 1
+        self._bytes -= size
+        self.displaced += 1
+        self._by_len[n].discard(host)
+        if n > 1:
+            self._by_len[n - 1].add(host)
+        # an emptied queue keeps its turn; pop() skips and removes it
 
     def __len__(self) -> int:
         return self._size

@@ -51,6 +51,8 @@ LOG_BAD_FIRST = 20
 # reading (and refusing) is ~100x cheaper than handling, so the socket is
 # drained far faster than a flood can fill it.
 DRAIN_BATCH = 512
+# CPU time one admission token pays for (admission.py, Admission.charge).
+WORK_TOKEN_SECONDS = 100e-6
 HANDLE_BATCH = 32
 
 
@@ -307,7 +309,8 @@ class NodeRunner:
                 item = queue.pop()
                 if item is None:
                     break
-                data, src = item
+                data, src, host = item
+                started = time.perf_counter()
                 try:
                     await self._handle(data, src)
                 # The trust boundary: whatever one datagram does to the decoder or a
@@ -315,6 +318,12 @@ class NodeRunner:
                 # Cancellation is a BaseException and still ends the loop.
                 except Exception as err:  # noqa: BLE001
                     self._count_failure(err, src)
+                # budgets count work: beyond the token paid on admission, the
+                # sender pays for the CPU its datagram took (a 64-entry Shuffle
+                # costs ~10x a Ping), with what it made us send
+                extra = (time.perf_counter() - started) / WORK_TOKEN_SECONDS - 1.0
+                if extra > 0:
+                    self._admission.charge(host, src[1], extra)
             await trio.lowlevel.checkpoint()  # the tick loop and control get their turn
 
     def _drain(self, sock: socket.socket) -> None:
@@ -342,7 +351,7 @@ class NodeRunner:
             if refused is not None:
                 counters["rate_limited"] += 1
                 counters["limited_" + refused] += 1
-            elif not queue.push(host, (data, src)):
+            elif not queue.push(host, (data, src, host), size):
                 counters["queue_full"] += 1
 
     async def _handle(self, data: bytes, src) -> None:
