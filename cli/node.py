@@ -259,6 +259,35 @@ def _load_config(ctx: click.Context, param: click.Parameter, value: Path | None)
     help="IPv4 addresses within one prefix of this length count as one host.",
 )
 @click.option(
+    "--links-per-host",
+    type=click.IntRange(min=0),
+    default=2,
+    show_default=True,
+    help="Routing links to one host at most, never both ring links (0: no cap): Sybils on "
+    "one machine cannot take this node's links. A host is a --link-ipv4-prefix network.",
+)
+@click.option(
+    "--link-ipv4-prefix",
+    type=click.IntRange(8, 32),
+    default=24,
+    show_default=True,
+    help="IPv4 addresses within one prefix of this length are one host for --links-per-host.",
+)
+@click.option(
+    "--link-ipv6-prefix",
+    type=click.IntRange(16, 128),
+    default=64,
+    show_default=True,
+    help="IPv6 addresses within one prefix of this length are one host for --links-per-host.",
+)
+@click.option(
+    "--loopback-exempt/--no-loopback-exempt",
+    "loopback_links_exempt",
+    default=True,
+    show_default=True,
+    help="Loopback peers are each their own host for --links-per-host (local swarms).",
+)
+@click.option(
     "--recv-buffer",
     type=click.IntRange(min=4096),
     default=4 << 20,

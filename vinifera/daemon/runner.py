@@ -158,6 +158,8 @@ class NodeRunner:
             )
             # gossip caps count per host (an IP, an IPv6 prefix), like admission
             self.node.use_hosts(self._host_of)
+            if s.links_per_host:
+                self.node.use_link_hosts(s.link_host_of(), s.links_per_host)
             self.clock = Clock()
             self._gate = Gate(
                 s.network_key,

@@ -3,11 +3,13 @@ protocol configuration."""
 
 from __future__ import annotations
 
+import ipaddress
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from vinifera.daemon.admission import Limits
+from vinifera.daemon.admission import Limits, host_of
 from vinifera.daemon.control import ControlToken, check_control
 from vinifera.daemon.metrics import parse_metrics_address
 from vinifera.errors import ViniferaError
@@ -67,6 +69,15 @@ class NodeSettings:
     # share); wider prefixes group more, e.g. a NAT pool or a provider's /48.
     ipv4_prefix: int = 32
     ipv6_prefix: int = 64
+    # Routing links to one host at most (never both ring links), a host
+    # being an IPv4 network or an IPv6 prefix of these lengths: Sybils on
+    # one machine or subnet cannot take a node's links. 0: no cap.
+    # Loopback addresses are exempt (a local swarm's nodes share 127/8)
+    # unless loopback_links_exempt is off.
+    links_per_host: int = 2
+    link_ipv4_prefix: int = 24
+    link_ipv6_prefix: int = 64
+    loopback_links_exempt: bool = True
     # Keyed swarms: a datagram stamped more than this many seconds from our
     # clock is refused (replay protection; node clocks must agree this well).
     replay_skew: float = 30.0
@@ -103,6 +114,10 @@ class NodeSettings:
             self.limits()
         except ValueError as err:
             raise ViniferaError(str(err)) from None
+        if self.links_per_host < 0:
+            raise ViniferaError("links_per_host must be >= 0")
+        if not 8 <= self.link_ipv4_prefix <= 32 or not 16 <= self.link_ipv6_prefix <= 128:
+            raise ViniferaError("link_ipv4_prefix must be in 8-32 and link_ipv6_prefix in 16-128")
         if self.replay_skew <= 0 or self.cookie_epoch <= 0:
             raise ViniferaError("replay_skew and cookie_epoch must be positive")
         if self.recv_buffer < 4096:
@@ -128,6 +143,26 @@ class NodeSettings:
             ipv4_prefix=self.ipv4_prefix,
             ipv6_prefix=self.ipv6_prefix,
         )
+
+    def link_host_of(self) -> Callable[[str], str]:
+        """The host of a peer's address ('ip:port') for the link cap."""
+        v4, v6, exempt = self.link_ipv4_prefix, self.link_ipv6_prefix, self.loopback_links_exempt
+        cache: dict[str, str] = {}
+
+        def host(address: str) -> str:
+            h = cache.get(address)
+            if h is None:
+                ip = address.rpartition(":")[0].strip("[]")
+                if exempt and ipaddress.ip_address(ip).is_loopback:
+                    h = address  # every local node its own host
+                else:
+                    h = host_of(ip, v4, v6)
+                if len(cache) > 4096:
+                    cache.clear()
+                cache[address] = h
+            return h
+
+        return host
 
     def advertised_address(self, bound_port: int) -> str:
         if self.advertise is not None:

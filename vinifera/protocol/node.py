@@ -171,6 +171,11 @@ class Node:
         an IP or an IPv6 prefix, one machine with many ports)."""
         self.overlay.use_hosts(host_of)
 
+    def use_link_hosts(self, host_of: Callable[[Hashable], Hashable], per_host: int) -> None:
+        """At most `per_host` routing links per host(address), never both
+        ring links (Overlay.use_link_hosts)."""
+        self.overlay.use_link_hosts(host_of, per_host)
+
     # ----------------------------------------------------------------- inputs
 
     def start(self, now: float, bootstrap: Sequence[Hashable] = ()) -> list:

@@ -113,6 +113,10 @@ class Overlay:
         # active exchange, and the wait after it
         self._tman_wait = 0
         self._tman_interval = 1
+        # Links per host (use_link_hosts): None, no cap (the simulator: every
+        # node its own host)
+        self._link_host_of: Callable[[Hashable], Hashable] | None = None
+        self._links_per_host = 0
         self.counters = {"suspected": 0, "joins_sent": 0, "ring_link_moved": 0}
         self.joining = Joining(config, rng, out, self.counters)
         # Our links' own link identifiers, sorted, from their T-Man messages
@@ -131,6 +135,15 @@ class Overlay:
         if self.cyclon.caps is not None:
             self.cyclon.caps.host_of = host_of
         self.candidates.caps.host_of = host_of
+
+    def use_link_hosts(self, host_of: Callable[[Hashable], Hashable], per_host: int) -> None:
+        """At most `per_host` routing links to one host(address), and never
+        both ring links (GossipSub's IP colocation factor): Sybils on one
+        machine cannot take a node's links however many ports they open."""
+        if per_host < 1:
+            raise ValueError("per_host must be at least 1")
+        self._link_host_of = host_of
+        self._links_per_host = per_host
 
     # ----------------------------------------------------------------- life cycle
 
@@ -493,6 +506,49 @@ class Overlay:
         return addr in self.links.by_address or self.vetting.verified(addr, now)
 
     def _select(self, cands: list[Entry], ring: RingIndex) -> tuple[Links, list[Entry]]:
+        chosen = self._select_from(cands, ring)
+        if self._link_host_of is None:
+            return chosen
+        # Over a host's share: choose again without that host's other
+        # candidates (each round settles at least one host; a few suffice)
+        for _ in range(4):
+            barred = self._over_host_share(chosen[0], cands)
+            if not barred:
+                break
+            cands = [e for e in cands if e.profile.address not in barred]
+            chosen = self._select_from(cands, RingIndex(cands))
+        return chosen
+
+    def _over_host_share(self, links: Links, cands: list[Entry]) -> set[Hashable]:
+        """The candidates to leave out so no host has more than its share of
+        `links` (kept in the order succ, pred, friends, small world), nor
+        both ring links; empty when `links` keeps to the shares."""
+        host_of, share = self._link_host_of, self._links_per_host
+        if host_of is None:
+            return set()
+        counts: dict[Hashable, int] = {}
+        kept: set[Hashable] = set()
+        over: set[Hashable] = set()
+        ring_host = None if links.succ is None else host_of(links.succ)
+        for i, addr in enumerate((links.succ, links.pred, *links.friends, *links.small_world)):
+            if addr is None:
+                continue
+            h = host_of(addr)
+            n = counts.get(h, 0)
+            if n >= share or (i == 1 and h == ring_host):
+                over.add(h)
+                continue
+            counts[h] = n + 1
+            kept.add(addr)
+        if not over:
+            return set()
+        return {
+            e.profile.address
+            for e in cands
+            if e.profile.address not in kept and host_of(e.profile.address) in over
+        }
+
+    def _select_from(self, cands: list[Entry], ring: RingIndex) -> tuple[Links, list[Entry]]:
         held: Sequence[Hashable] = self.links.small_world
         if self._standins:
             standins = self._standins

@@ -90,7 +90,9 @@ class SwarmRunner:
         args = ["run", "--listen", b.address(slot), "--schema", str(self.schema_path),
                 "--control", b.control(slot), "--period", str(self.period),
                 "--seed", str(self._node_seed(slot)),
-                "--log-file", str(self._log(slot))]  # fmt: skip
+                "--log-file", str(self._log(slot)),
+                # every node of a local swarm is a host of its own, one /24 or not
+                "--link-ipv4-prefix", "32"]  # fmt: skip
         for addr in self.rng.sample(live, min(3, len(live))):
             args += ["--bootstrap", addr]
         sub = self.plan.slots[slot].subscription
