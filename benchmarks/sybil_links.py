@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import os
 import sys
 from pathlib import Path
@@ -32,7 +33,7 @@ def main() -> None:
     runs = []
     for sybils in (int(x) for x in args.sybils.split(",")):
         for cap in (0, 2):
-            r = trio.run(sybil_swarm, args.honest, sybils, cap, seed=args.seed)
+            r = trio.run(functools.partial(sybil_swarm, args.honest, sybils, cap, seed=args.seed))
             row = {"links_per_host": cap, **dataclasses.asdict(r)}
             runs.append(row)
             print(row, flush=True)

@@ -53,6 +53,25 @@ def check(schema_path: Path, expression: str | None) -> None:
         sys.exit(2)
 
 
+@main.command("keygen")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+def keygen(path: Path) -> None:
+    """Make an Ed25519 signing key at PATH (mode 0600; never replaces a file)
+    and print its public key, for the --trust-key of the subscribers, and
+    its fingerprint."""
+    from vinifera.daemon.signing import SigningKey
+    from vinifera.errors import ViniferaError
+
+    key = SigningKey.generate()
+    try:
+        key.save(path)
+    except ViniferaError as err:
+        click.echo(f"Error: {err}", err=True)
+        sys.exit(2)
+    click.echo(f"public key:  {key.public.hex()}")
+    click.echo(f"fingerprint: {key.fingerprint}")
+
+
 # ----------------------------------------------------------------- the daemon
 
 CONFIG_HELP = (
@@ -158,6 +177,27 @@ def _load_config(ctx: click.Context, param: click.Parameter, value: Path | None)
     show_envvar=True,
     help="Secret (>= 16 bytes) that every control request must prove it holds; "
     "required for a TCP control endpoint.",
+)
+@click.option(
+    "--signing-key-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    envvar="VINIFERA_SIGNING_KEY_FILE",
+    show_envvar=True,
+    help="Ed25519 key (PEM, from `vinifera-node keygen`): seal the events this node "
+    "publishes, and name the node by the key's fingerprint in diagnostics and status.",
+)
+@click.option(
+    "--trust-key",
+    "trust_keys",
+    multiple=True,
+    metavar="HEX",
+    help="Accept only events sealed by this public key (64 hex digits, as keygen prints; "
+    "repeat for several). Copies that are not are dropped and counted.",
+)
+@click.option(
+    "--require-signed",
+    is_flag=True,
+    help="Accept only sealed events, by any key (implied by --trust-key).",
 )
 @click.option(
     "--metrics",
@@ -318,6 +358,9 @@ def run(
     expression: str | None,
     network_key_file: Path | None,
     control_token_file: Path | None,
+    signing_key_file: Path | None,
+    trust_keys: tuple[str, ...],
+    require_signed: bool,
     deliveries: bool,
     log_level: str,
     **options,
@@ -334,6 +377,7 @@ def run(
     from vinifera.daemon.control import ControlToken
     from vinifera.daemon.diagnostics import configure
     from vinifera.daemon.settings import NodeSettings
+    from vinifera.daemon.signing import SealPolicy, SigningKey, parse_public_key
     from vinifera.errors import ViniferaError
     from vinifera.expr import parse_subscription
     from vinifera.schema import Schema
@@ -345,8 +389,13 @@ def run(
         sub = None if expression is None else parse_subscription(expression, schema)
         key = None if network_key_file is None else NetworkKey.load(network_key_file)
         token = None if control_token_file is None else ControlToken.load(control_token_file)
+        signer = None if signing_key_file is None else SigningKey.load(signing_key_file)
+        policy = None
+        if trust_keys or require_signed:
+            policy = SealPolicy(parse_public_key(k) for k in trust_keys)
         settings = NodeSettings(
             schema=schema, subscription=sub, network_key=key, control_token=token,
+            signing_key=signer, seal_policy=policy,
             bootstrap=tuple(options.pop("bootstrap")), **options,
         )  # fmt: skip
     except ViniferaError as err:

@@ -149,10 +149,14 @@ class Event:
     both in schema order; treat them as read-only.
     """
 
-    __slots__ = ("values", "items", "_keys", "_hash")
+    __slots__ = ("values", "items", "seal", "_keys", "_hash")
 
     values: dict[str, Any]
     items: tuple[tuple[str, Any], ...]
+    # The publisher's signature, opaque here (daemon/signing.py: its public
+    # key and an Ed25519 signature of the values), or None. Not part of the
+    # event's identity: equality and hash are the values'.
+    seal: bytes | None
 
     __setattr__ = _frozen
     __delattr__ = _frozen
@@ -192,6 +196,13 @@ class Event:
         init(e, "values", dict(items))
         init(e, "_keys", keys)
         init(e, "_hash", hash(items))
+        init(e, "seal", None)
+        return e
+
+    def sealed(self, seal: bytes | None) -> Event:
+        """The same values, carrying `seal`."""
+        e = Event._make(self.items, self._keys)
+        object.__setattr__(e, "seal", seal)
         return e
 
     def keys(self) -> dict[str, int]:
@@ -234,4 +245,10 @@ class Event:
         return f"Event({inner})"
 
     def __reduce__(self):
+        if self.seal is not None:
+            return (_sealed_event, (self.items, self._keys, self.seal))
         return (Event._make, (self.items, self._keys))
+
+
+def _sealed_event(items, keys, seal) -> Event:
+    return Event._make(items, keys).sealed(seal)

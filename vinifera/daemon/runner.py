@@ -33,6 +33,7 @@ from vinifera.errors import SchemaError, brief
 from vinifera.expr import parse_subscription
 from vinifera.jsonlines import JsonLinesWriter
 from vinifera.protocol.actions import Deliver, Log, Send
+from vinifera.protocol.messages import EventMessage, EventPush
 from vinifera.protocol.node import Node as ProtocolNode
 from vinifera.subscription import Event, Subscription
 from vinifera.wire import (
@@ -51,6 +52,8 @@ LOG_BAD_FIRST = 20
 # reading (and refusing) is ~100x cheaper than handling, so the socket is
 # drained far faster than a flood can fill it.
 DRAIN_BATCH = 512
+# Messages that carry an event, checked against NodeSettings.seal_policy.
+SEALED_KINDS = (EventMessage, EventPush)
 # CPU time one admission token pays for (admission.py, Admission.charge).
 WORK_TOKEN_SECONDS = 100e-6
 HANDLE_BATCH = 32
@@ -147,6 +150,8 @@ class NodeRunner:
             self.address = s.advertised_address(sock.getsockname()[1])
             self._decoder.local = self.address  # keyed datagrams are tagged for us
             self.log = self.log.bind(node=self.address)
+            if s.signing_key is not None:  # who we are, whatever our address
+                self.log = self.log.bind(key=s.signing_key.fingerprint)
             rng = random.Random(s.seed)
             self.node = ProtocolNode(
                 self.address,
@@ -382,6 +387,12 @@ class NodeRunner:
         if sender == self.address:
             self._count_bad("self", src, "our own address")
             return
+        policy = self.settings.seal_policy
+        if policy is not None and type(msg) in SEALED_KINDS:
+            why = policy.check(msg.event)
+            if why is not None:  # not delivered, not passed on
+                self._count_bad(why, src, f"event {msg.eid}")
+                return
         self.counters["messages_received"] += 1
         kind = type(msg).__name__
         self.received_messages[kind] += 1
@@ -497,6 +508,8 @@ class NodeRunner:
         schema: SchemaError on bad values). Returns the event id."""
         node = self._require_running()
         event = values if isinstance(values, Event) else Event.build(self.settings.schema, values)
+        if self.settings.signing_key is not None:
+            event = self.settings.signing_key.seal(event)
         published = node.publish(self.clock.now(), event)
         await self._execute(published.actions)
         return published.eid
@@ -533,6 +546,9 @@ class NodeRunner:
             "top_hosts": self._admission.top_hosts(),
             "protocol_counters": node.counters(),
             "period": self.settings.period,
+            "signing_key": None
+            if self.settings.signing_key is None
+            else (self.settings.signing_key.fingerprint),
             "system": self.settings.system,
             # given bootstrap nodes, nobody has answered (yet): the node is alone
             "alone": self._alone(),

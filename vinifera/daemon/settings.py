@@ -12,6 +12,7 @@ from pathlib import Path
 from vinifera.daemon.admission import Limits, host_of
 from vinifera.daemon.control import ControlToken, check_control
 from vinifera.daemon.metrics import parse_metrics_address
+from vinifera.daemon.signing import SealPolicy, SigningKey
 from vinifera.errors import ViniferaError
 from vinifera.protocol.config import (
     BASELINE_OVERLAY,
@@ -47,6 +48,10 @@ class NodeSettings:
     # Requests to the control endpoint must carry this token's proof.
     control_token: ControlToken | None = None
     network_key: NetworkKey | None = None
+    # Seal the events we publish with this key (daemon/signing.py) ...
+    signing_key: SigningKey | None = None
+    # ... and accept only events sealed as this policy says (None: any event).
+    seal_policy: SealPolicy | None = None
     # Prometheus endpoint, HOST:PORT (or PORT, on 127.0.0.1); None: none.
     metrics: str | None = None
     # Gossip period in seconds; the overlay's timeouts scale with it.

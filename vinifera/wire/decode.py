@@ -19,7 +19,7 @@ from vinifera.ring import RING_MAX
 from vinifera.schema import Schema
 from vinifera.subscription import Event, Subscription
 from vinifera.wire.addresses import format_address, parse_address
-from vinifera.wire.encode import _pack
+from vinifera.wire.encode import SEAL_SIZE, _pack
 from vinifera.wire.frames import (
     DIGEST_MAX,
     EID_LIMIT,
@@ -54,7 +54,7 @@ _UNPACK_LIMITS = {
     "use_list": False,
     "raw": False,
     "strict_map_key": True,
-    "max_bin_len": 0,
+    "max_bin_len": SEAL_SIZE,  # only a signed event's seal is bytes
     "max_ext_len": 0,
     "max_map_len": 0,
     "max_str_len": MAX_STRING,
@@ -299,10 +299,23 @@ def _read_withdraw(r: _Reader, f: tuple):
     return lambda p: m.Withdraw(p, attrs, sent)
 
 
+def _read_seal(event, seal):
+    """A signed event's seal: SEAL_SIZE bytes (checked by the daemon's
+    signing policy, not here)."""
+    if type(seal) is not bytes or len(seal) != SEAL_SIZE:
+        raise _fail(f"seal must be {SEAL_SIZE} bytes")
+    return event.sealed(seal)
+
+
 def _read_event(r: _Reader, f: tuple):
-    eid, values, attr, key, hops, up = _arity(6)(f)
+    seal = None
+    if len(f) == 7:
+        *f, seal = f
+    eid, values, attr, key, hops, up = _arity(6)(tuple(f))
     eid = _int(eid, 0, EID_LIMIT - 1, "event id")
     event = r.event(values)
+    if seal is not None:
+        event = _read_seal(event, seal)
     attr = _attr(attr, r.schema)
     if attr not in event.values:
         raise _fail(f"event copy for {attr!r} but the event has no value for it")
@@ -314,9 +327,14 @@ def _read_event(r: _Reader, f: tuple):
 
 
 def _read_push(r: _Reader, f: tuple):
-    eid, values, hops = _arity(3)(f)
+    seal = None
+    if len(f) == 4:
+        *f, seal = f
+    eid, values, hops = _arity(3)(tuple(f))
     eid = _int(eid, 0, EID_LIMIT - 1, "event id")
     event = r.event(values)
+    if seal is not None:
+        event = _read_seal(event, seal)
     hops = _int(hops, 0, MAX_HOPS, "hops")
     return lambda p: m.EventPush(p, eid, event, hops)
 

@@ -67,6 +67,16 @@ def _truncated(msg, n: int):
 
 
 # Each kind's fields after [version, kind, profile], beside _READERS below.
+# A signed event's seal: the publisher's Ed25519 public key (32 bytes) and
+# its signature of the event (64); daemon/signing.py makes and checks it.
+SEAL_SIZE = 96
+
+
+def _seal_out(event) -> tuple:
+    seal = event.seal
+    return () if seal is None else (seal,)
+
+
 _WRITERS: dict[type, Callable[[m.Message], list]] = {
     **{cls: (lambda msg: []) for cls in (m.Join, m.Ping, m.Pong, m.Leave)},
     **{cls: _gossip_out for cls in (m.JoinReply, m.Shuffle, m.ShuffleReply)},
@@ -76,9 +86,10 @@ _WRITERS: dict[type, Callable[[m.Message], list]] = {
     m.Refresh: lambda msg: [[[a, d] for a, d in msg.digests]],
     m.RowRequest: lambda msg: [list(msg.attrs)],
     m.Withdraw: lambda msg: [list(msg.attrs), float(msg.sent)],
+    # a signed event's seal follows (absent, not nil, when unsigned)
     m.EventMessage: lambda msg: [msg.eid, msg.event.to_plain(), msg.attr, msg.key, msg.hops,
-                                 msg.up],
-    m.EventPush: lambda msg: [msg.eid, msg.event.to_plain(), msg.hops],
+                                 msg.up, *_seal_out(msg.event)],
+    m.EventPush: lambda msg: [msg.eid, msg.event.to_plain(), msg.hops, *_seal_out(msg.event)],
     m.Have: lambda msg: [msg.eid],
     m.LoadReport: lambda msg: [float(msg.load), msg.split, float(msg.forwarding)],
     m.HandoverRequest: lambda msg: [msg.new_ident],
