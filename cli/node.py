@@ -328,6 +328,14 @@ def _load_config(ctx: click.Context, param: click.Parameter, value: Path | None)
     help="Loopback peers are each their own host for --links-per-host (local swarms).",
 )
 @click.option(
+    "--max-datagram",
+    type=click.IntRange(576, 60_000),
+    default=1200,
+    show_default=True,
+    help="Largest datagram sent, in bytes; bigger messages go as fragments. The default "
+    "crosses any internet path without IP fragmentation (which NATs and firewalls drop).",
+)
+@click.option(
     "--recv-buffer",
     type=click.IntRange(min=4096),
     default=4 << 20,

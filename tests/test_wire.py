@@ -161,9 +161,9 @@ BAD = {
     "truncated": (encode(m.Ping(prof()))[:-3], "msgpack"),
     "trailing bytes": (encode(m.Ping(prof())) + b"\x00", "msgpack"),
     "a map": (msgpack.packb({"v": 1}), "msgpack"),
-    # bytes are only a signed event's seal (96): longer is refused unpacked,
+    # bytes are only a fragment's chunk (<= 1,400) or a seal: longer is refused unpacked,
     # shorter where no field takes it
-    "binary": (framed(7, GOOD_PROFILE, b"\x00" * 97), "msgpack"),
+    "binary": (framed(7, GOOD_PROFILE, b"\x00" * 1_401), "msgpack"),
     "short binary": (framed(7, GOOD_PROFILE, b"\x00"), "field"),
     "not an array": (msgpack.packb(5), "msgpack"),
     "version 1": (payload(1, 7, GOOD_PROFILE), "version"),

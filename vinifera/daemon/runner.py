@@ -28,6 +28,7 @@ from vinifera.daemon.gate import Gate
 from vinifera.daemon.journal import recent_deliveries
 from vinifera.daemon.metrics import NodeMetrics
 from vinifera.daemon.outbox import Outbox
+from vinifera.daemon.reassembly import Reassembly
 from vinifera.daemon.settings import NodeSettings
 from vinifera.errors import SchemaError, brief
 from vinifera.expr import parse_subscription
@@ -37,6 +38,7 @@ from vinifera.protocol.messages import EventMessage, EventPush
 from vinifera.protocol.node import Node as ProtocolNode
 from vinifera.subscription import Event, Subscription
 from vinifera.wire import (
+    HEADER_ROOM,
     MAX_DATAGRAM,
     Decoder,
     WireError,
@@ -44,6 +46,7 @@ from vinifera.wire import (
     format_address,
     parse_address,
 )
+from vinifera.wire.fragments import MSG_ID_LIMIT, Fragment, split_body
 
 # Bad datagrams are logged individually up to this many per reason, then
 # only counted (a flood must not become a flood of log lines).
@@ -54,8 +57,10 @@ LOG_BAD_FIRST = 20
 DRAIN_BATCH = 512
 # Messages that carry an event, checked against NodeSettings.seal_policy.
 SEALED_KINDS = (EventMessage, EventPush)
-# CPU time one admission token pays for (admission.py, Admission.charge).
-WORK_TOKEN_SECONDS = 100e-6
+# CPU time (this thread's: another process taking the core costs the
+# sender nothing) one admission token pays for (Admission.charge): above
+# what a Ping costs in pure Python, so ordinary messages pay just their token.
+WORK_TOKEN_SECONDS = 250e-6
 HANDLE_BATCH = 32
 
 
@@ -102,6 +107,7 @@ class NodeRunner:
         # what a node's bandwidth goes to: UDP datagrams and payload bytes by message kind
         self.sent_datagrams: Counter = Counter()
         self.sent_bytes: Counter = Counter()
+        self.largest_sent: dict[str, int] = {}  # kind -> the largest datagram sent
         self.received_messages: Counter = Counter()  # kind -> messages that passed every check
         self.received_bytes: Counter = Counter()
         self.bad: Counter = Counter()
@@ -124,6 +130,8 @@ class NodeRunner:
         self._decoder = Decoder(settings.schema, settings.network_key)
         self._admission = Admission(settings.limits())
         self._inbound = FairQueue()
+        self._reassembly = Reassembly(hold_for=max(2.0, 2 * settings.period))
+        self._msg_id = random.SystemRandom().randrange(MSG_ID_LIMIT)  # fragment ids
         self._recv_buf = bytearray(MAX_DATAGRAM + 1)
         self._recv_view = memoryview(self._recv_buf)
         self.recv_buffer: int | None = None  # SO_RCVBUF as the kernel granted it
@@ -256,6 +264,7 @@ class NodeRunner:
             await self._execute(self.node.tick(now))
             self._gate.tick(now)
             self._admission.prune(now)
+            self._reassembly.prune(now)
             self._watch_bootstrap(now)
             links = frozenset(self.node.overlay.links.by_address)
             self.link_changes += len(links - self._links_seen)
@@ -317,7 +326,7 @@ class NodeRunner:
                 if item is None:
                     break
                 data, src, host = item
-                started = time.perf_counter()
+                started = time.thread_time()
                 try:
                     await self._handle(data, src)
                 # The trust boundary: whatever one datagram does to the decoder or a
@@ -328,7 +337,7 @@ class NodeRunner:
                 # budgets count work: beyond the token paid on admission, the
                 # sender pays for the CPU its datagram took (a 64-entry Shuffle
                 # costs ~10x a Ping), with what it made us send
-                extra = (time.perf_counter() - started) / WORK_TOKEN_SECONDS - 1.0
+                extra = (time.thread_time() - started) / WORK_TOKEN_SECONDS - 1.0
                 if extra > 0:
                     self._admission.charge(host, src[1], extra)
             await trio.lowlevel.checkpoint()  # the tick loop and control get their turn
@@ -379,6 +388,15 @@ class NodeRunner:
         if not verdict.passes:
             return
         msg = d.message
+        if type(msg) is Fragment:
+            whole = self._reassembly.add(sender, msg, now)
+            if whole is None:
+                return
+            try:
+                msg = self._decoder.decode_body_untrusted(*whole)
+            except WireError as err:
+                self._count_bad(err.reason, src, f"reassembled: {err}")
+                return
         if msg.profile.address != sender:
             # A profile must name the address it speaks from: no one can
             # act (or get a node to shower) in another node's name.
@@ -455,11 +473,16 @@ class NodeRunner:
     async def _send(self, sends: list[Send]) -> None:
         gate = self._gate
         now = self.clock.now()
+        split: dict[int, list] = {}  # id(bodies) -> fragmented: copies share them
         for send, (address, bodies) in zip(sends, encode_sends(sends), strict=True):
             if bodies is None:
                 self.counters["oversize"] += 1
                 self.log.warning("message too big to send", to=address)
                 continue
+            parts = split.get(id(bodies))
+            if parts is None:
+                parts = split[id(bodies)] = self._fragmented(bodies)
+            bodies = parts
             dest = self._dest_cache.get(address)
             if dest is None:
                 dest = parse_address(address)  # addresses were validated on receipt
@@ -469,6 +492,19 @@ class NodeRunner:
             kind = type(send.message).__name__
             for data in gate.outbound(address, bodies, now):
                 await self._sendto(data, dest, kind)
+
+    def _fragmented(self, bodies: list) -> list:
+        """Bodies too big for --max-datagram as fragments (wire/fragments.py)."""
+        limit = self.settings.max_datagram
+        out = []
+        for b in bodies:
+            if len(b.data) + HEADER_ROOM <= limit:
+                out.append(b)
+            else:
+                self._msg_id = (self._msg_id + 1) % MSG_ID_LIMIT
+                out.extend(split_body(b, self._msg_id, limit))
+                self.counters["fragmented"] += 1
+        return out
 
     async def _sendto(self, data: bytes, dest: tuple[str, int], kind: str) -> None:
         """Send one datagram, counted by the kind of message it carries (a
@@ -481,6 +517,8 @@ class NodeRunner:
         self.counters["datagrams_sent"] += 1
         self.sent_datagrams[kind] += 1
         self.sent_bytes[kind] += size
+        if size > self.largest_sent.get(kind, 0):
+            self.largest_sent[kind] = size
 
     def _deliver(self, action: Deliver) -> None:
         self.counters["delivered"] += 1
@@ -534,9 +572,11 @@ class NodeRunner:
                 **dict(self.counters),
                 **{f"bad_{k}": v for k, v in self.bad.items()},
                 **self._gate.status(),
+                **self._reassembly.counters,
             },
             "sent_datagrams": dict(self.sent_datagrams),
             "sent_bytes": dict(self.sent_bytes),
+            "largest_sent": dict(self.largest_sent),
             "received_messages": dict(self.received_messages),
             "received_bytes": dict(self.received_bytes),
             "link_changes": self.link_changes,

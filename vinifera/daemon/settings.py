@@ -23,7 +23,8 @@ from vinifera.protocol.config import (
 )
 from vinifera.schema import Schema
 from vinifera.subscription import Subscription
-from vinifera.wire import NetworkKey, format_address, parse_address
+from vinifera.wire import MAX_DATAGRAM, NetworkKey, format_address, parse_address
+from vinifera.wire.fragments import MIN_DATAGRAM
 
 WILDCARDS = ("0.0.0.0", "::")
 
@@ -52,6 +53,10 @@ class NodeSettings:
     signing_key: SigningKey | None = None
     # ... and accept only events sealed as this policy says (None: any event).
     seal_policy: SealPolicy | None = None
+    # The largest datagram sent: bigger messages go as fragments. 1,200 B
+    # (QUIC's) crosses any path without IP fragmentation, which many NATs
+    # and firewalls drop.
+    max_datagram: int = 1200
     # Prometheus endpoint, HOST:PORT (or PORT, on 127.0.0.1); None: none.
     metrics: str | None = None
     # Gossip period in seconds; the overlay's timeouts scale with it.
@@ -119,6 +124,8 @@ class NodeSettings:
             self.limits()
         except ValueError as err:
             raise ViniferaError(str(err)) from None
+        if not MIN_DATAGRAM <= self.max_datagram <= MAX_DATAGRAM:
+            raise ViniferaError(f"max_datagram must be in {MIN_DATAGRAM}-{MAX_DATAGRAM}")
         if self.links_per_host < 0:
             raise ViniferaError("links_per_host must be >= 0")
         if not 8 <= self.link_ipv4_prefix <= 32 or not 16 <= self.link_ipv6_prefix <= 128:

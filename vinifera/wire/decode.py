@@ -20,6 +20,13 @@ from vinifera.schema import Schema
 from vinifera.subscription import Event, Subscription
 from vinifera.wire.addresses import format_address, parse_address
 from vinifera.wire.encode import SEAL_SIZE, _pack
+from vinifera.wire.fragments import (
+    KIND_FRAGMENT,
+    MAX_CHUNK,
+    MAX_FRAGMENTS,
+    MSG_ID_LIMIT,
+    Fragment,
+)
 from vinifera.wire.frames import (
     DIGEST_MAX,
     EID_LIMIT,
@@ -54,7 +61,7 @@ _UNPACK_LIMITS = {
     "use_list": False,
     "raw": False,
     "strict_map_key": True,
-    "max_bin_len": SEAL_SIZE,  # only a signed event's seal is bytes
+    "max_bin_len": MAX_CHUNK,  # a fragment's chunk or a signed event's seal
     "max_ext_len": 0,
     "max_map_len": 0,
     "max_str_len": MAX_STRING,
@@ -440,6 +447,19 @@ def _too_deep(top: tuple, data: bytes, limit: int) -> bool:
     return True
 
 
+def _fragment(f: tuple) -> Fragment:
+    kind, items, msg_id, index, count, chunk = _arity(6)(f)
+    if type(kind) is not int or kind not in _READERS:
+        raise _fail(f"fragment of unknown kind {brief(kind, 20)}")
+    items = _int(items, 1, 12, "fragment items")
+    msg_id = _int(msg_id, 0, MSG_ID_LIMIT - 1, "message id")
+    count = _int(count, 2, MAX_FRAGMENTS, "fragment count")
+    index = _int(index, 0, count - 1, "fragment index")
+    if type(chunk) is not bytes or not 1 <= len(chunk) <= MAX_CHUNK:
+        raise _fail("fragment chunk must be 1 to MAX_CHUNK bytes")
+    return Fragment(kind, items, msg_id, index, count, chunk)
+
+
 class Decoder:
     """Decodes datagrams for one swarm (its schema and optional key)."""
 
@@ -483,6 +503,8 @@ class Decoder:
                 raise WireError("field", f"handshake with {len(top)} items")
             value = _int(top[2], 1, U64, "cookie")
             return Hello(value) if kind == KIND_HELLO else Challenge(value)
+        if kind == KIND_FRAGMENT and type(kind) is int:
+            return Framed(_header(top[2]), _fragment(top[3:]))
         reader = _READERS.get(kind) if type(kind) is int else None
         if reader is None:
             raise WireError("kind", f"unknown message kind {brief(kind, 20)}")
@@ -492,3 +514,20 @@ class Decoder:
         profile = self._reader.profile(top[3])
         build = reader(self._reader, top[4:])
         return Framed(header, build(profile))
+
+    def decode_body_untrusted(self, kind: int, items: int, data: bytes) -> m.Message:
+        """A message from a body put together from fragments (their header
+        and tag were checked one by one), or WireError."""
+        if not 1 <= items <= 12 or len(data) > MAX_DATAGRAM:
+            raise WireError("field", "reassembled body out of bounds")
+        try:
+            top = msgpack.unpackb(bytes((0x90 + items,)) + data, **_UNPACK_LIMITS)
+        except ValueError as err:
+            raise WireError("msgpack", str(err)[:80]) from None
+        if _too_deep(top, data, MAX_DEPTH - 1):
+            raise WireError("depth", f"arrays nested more than {MAX_DEPTH} deep")
+        reader = _READERS.get(kind)
+        if reader is None:
+            raise WireError("kind", f"unknown message kind {brief(kind, 20)}")
+        profile = self._reader.profile(top[0])
+        return reader(self._reader, top[1:])(profile)
