@@ -60,6 +60,9 @@ async def test_two_nodes_scraped_show_what_their_status_shows():
     assert m["vinifera_deliveries_total"][()] == 1
     assert m["vinifera_event_hops_count"][()] == 1
     assert m["vinifera_event_hops_sum"][()] >= 1  # published at the other node
+    # the copy carried its publication time: one latency, well under the run
+    assert m["vinifera_delivery_latency_seconds_count"][()] == 1
+    assert 0 <= m["vinifera_delivery_latency_seconds_sum"][()] < 20
     assert m["vinifera_dropped_total"][(("reason", "msgpack"),)] == 3
     received = {dict(k)["kind"]: v for k, v in m["vinifera_messages_received_total"].items()}
     assert received.get("EventMessage", 0) + received.get("EventPush", 0) >= 1, received
@@ -107,3 +110,26 @@ def test_a_metrics_port_in_use_is_one_line_and_exit_2(tmp_path):
     last = out.stderr.strip().splitlines()[-1]
     assert last == f"Error: cannot serve metrics on {port}: Address already in use"
     assert "Traceback" not in out.stderr
+
+
+def test_an_event_copy_carries_its_publication_time_and_a_bad_one_is_refused():
+    import msgpack
+
+    from vinifera.protocol import messages as m
+    from vinifera.protocol.profile import Profile
+    from vinifera.subscription import Event
+    from vinifera.wire import Decoder, WireError, encode
+
+    me = Profile("127.0.0.1:7000", 5, None)
+    born = Event.build(SCHEMA, {"a0": 1.0, "a1": 2.0}).carrying(None, 1_750_000_000.25)
+    dec = Decoder(SCHEMA)
+    for msg in (m.EventMessage(me, 9, born, "a0", 3, 2, True), m.EventPush(me, 9, born, 2)):
+        got = dec.decode_untrusted(encode(msg)).event
+        assert got.born == 1_750_000_000.25 and got.seal is None
+        top = list(msgpack.unpackb(encode(msg)))
+        for bad in ("soon", -1.0, float("nan")):
+            forged = msgpack.packb([*top[:-1], bad])
+            with pytest.raises(WireError, match="birth time"):
+                dec.decode_untrusted(forged)
+        with pytest.raises(WireError, match="nil seal"):
+            dec.decode_untrusted(msgpack.packb([*top[:-1]]))

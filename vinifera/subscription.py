@@ -149,7 +149,7 @@ class Event:
     both in schema order; treat them as read-only.
     """
 
-    __slots__ = ("values", "items", "seal", "_keys", "_hash")
+    __slots__ = ("values", "items", "seal", "born", "_keys", "_hash")
 
     values: dict[str, Any]
     items: tuple[tuple[str, Any], ...]
@@ -157,6 +157,9 @@ class Event:
     # key and an Ed25519 signature of the values), or None. Not part of the
     # event's identity: equality and hash are the values'.
     seal: bytes | None
+    # When the publisher published it (its wall clock, seconds), or None:
+    # what a subscriber measures delivery latency from (the daemon's metrics).
+    born: float | None
 
     __setattr__ = _frozen
     __delattr__ = _frozen
@@ -197,13 +200,19 @@ class Event:
         init(e, "_keys", keys)
         init(e, "_hash", hash(items))
         init(e, "seal", None)
+        init(e, "born", None)
+        return e
+
+    def carrying(self, seal: bytes | None, born: float | None) -> Event:
+        """The same values, carrying `seal` and `born`."""
+        e = Event._make(self.items, self._keys)
+        object.__setattr__(e, "seal", seal)
+        object.__setattr__(e, "born", born)
         return e
 
     def sealed(self, seal: bytes | None) -> Event:
-        """The same values, carrying `seal`."""
-        e = Event._make(self.items, self._keys)
-        object.__setattr__(e, "seal", seal)
-        return e
+        """The same values (and birth time), carrying `seal`."""
+        return self.carrying(seal, self.born)
 
     def keys(self) -> dict[str, int]:
         """name -> ring key of the value (precomputed; read-only)."""
@@ -245,10 +254,10 @@ class Event:
         return f"Event({inner})"
 
     def __reduce__(self):
-        if self.seal is not None:
-            return (_sealed_event, (self.items, self._keys, self.seal))
+        if self.seal is not None or self.born is not None:
+            return (_carrying_event, (self.items, self._keys, self.seal, self.born))
         return (Event._make, (self.items, self._keys))
 
 
-def _sealed_event(items, keys, seal) -> Event:
-    return Event._make(items, keys).sealed(seal)
+def _carrying_event(items, keys, seal, born) -> Event:
+    return Event._make(items, keys).carrying(seal, born)

@@ -3,8 +3,8 @@
 The metrics are read from the node's own status at scrape time: the HTTP
 server (prometheus_client's, in its own thread) asks the trio thread for a
 status snapshot, so a scrape sees one consistent moment and nothing is
-computed between scrapes. Only the hop histogram is kept as deliveries
-happen. METRICS declares every family once; the README's operator table
+computed between scrapes. Only the hop and latency histograms are kept
+as deliveries happen. METRICS declares every family once; the README's operator table
 lists the same names (tests/test_metrics.py checks both).
 """
 
@@ -57,6 +57,13 @@ METRICS = (
         "histogram",
         (),
         "Copies an event took from its publisher to here, per delivery.",
+    ),
+    MetricSpec(
+        "delivery_latency_seconds",
+        "histogram",
+        (),
+        "From publication (the publisher's clock) to delivery here (ours), per delivery: "
+        "assumes clocks in step (NTP); a negative difference counts as 0.",
     ),
     MetricSpec(
         "events_forwarded",
@@ -183,9 +190,18 @@ class NodeMetrics:
             buckets=(0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32),
             registry=self.registry,
         )
+        spec = _BY_NAME["delivery_latency_seconds"]
+        self.latency = Histogram(
+            "vinifera_" + spec.name,
+            spec.help,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+            registry=self.registry,
+        )
 
-    def delivered(self, hops: int) -> None:
+    def delivered(self, hops: int, latency: float | None) -> None:
         self.hops.observe(hops)
+        if latency is not None:
+            self.latency.observe(max(0.0, latency))
 
     def serve(self, addr: str) -> str:
         """Start the endpoint (from the trio thread); returns HOST:PORT bound."""

@@ -524,7 +524,8 @@ class NodeRunner:
         self.counters["delivered"] += 1
         d = Delivery(action.eid, action.event, action.hops, self.clock.now())
         if self.metrics is not None:
-            self.metrics.delivered(d.hops)
+            born = action.event.born
+            self.metrics.delivered(d.hops, None if born is None else d.t - born)
         for listener in self._listeners:
             listener(d)
 
@@ -546,6 +547,8 @@ class NodeRunner:
         schema: SchemaError on bad values). Returns the event id."""
         node = self._require_running()
         event = values if isinstance(values, Event) else Event.build(self.settings.schema, values)
+        # our (wall) clock: subscribers measure delivery latency from it
+        event = event.carrying(event.seal, self.clock.now())
         if self.settings.signing_key is not None:
             event = self.settings.signing_key.seal(event)
         published = node.publish(self.clock.now(), event)

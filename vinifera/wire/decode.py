@@ -306,23 +306,30 @@ def _read_withdraw(r: _Reader, f: tuple):
     return lambda p: m.Withdraw(p, attrs, sent)
 
 
-def _read_seal(event, seal):
-    """A signed event's seal: SEAL_SIZE bytes (checked by the daemon's
-    signing policy, not here)."""
-    if type(seal) is not bytes or len(seal) != SEAL_SIZE:
+def _read_extras(event, extras: tuple):
+    """An event copy's optional seal (SEAL_SIZE bytes, or nil before a
+    birth time; checked by the daemon's signing policy, not here) and
+    birth time (encode._extras_out)."""
+    seal = extras[0]
+    if seal is not None and (type(seal) is not bytes or len(seal) != SEAL_SIZE):
         raise _fail(f"seal must be {SEAL_SIZE} bytes")
-    return event.sealed(seal)
+    born = None
+    if len(extras) == 2:
+        born = _float(extras[1], 0.0, MAX_CLOCK, "birth time")
+    elif seal is None:
+        raise _fail("a nil seal without a birth time")
+    return event.carrying(seal, born)
 
 
 def _read_event(r: _Reader, f: tuple):
-    seal = None
-    if len(f) == 7:
-        *f, seal = f
-    eid, values, attr, key, hops, up = _arity(6)(tuple(f))
+    extras = f[6:]
+    if len(extras) > 2:
+        raise _fail(f"{len(f)} fields for an event copy")
+    eid, values, attr, key, hops, up = _arity(6)(f[:6])
     eid = _int(eid, 0, EID_LIMIT - 1, "event id")
     event = r.event(values)
-    if seal is not None:
-        event = _read_seal(event, seal)
+    if extras:
+        event = _read_extras(event, extras)
     attr = _attr(attr, r.schema)
     if attr not in event.values:
         raise _fail(f"event copy for {attr!r} but the event has no value for it")
@@ -334,14 +341,14 @@ def _read_event(r: _Reader, f: tuple):
 
 
 def _read_push(r: _Reader, f: tuple):
-    seal = None
-    if len(f) == 4:
-        *f, seal = f
-    eid, values, hops = _arity(3)(tuple(f))
+    extras = f[3:]
+    if len(extras) > 2:
+        raise _fail(f"{len(f)} fields for a push")
+    eid, values, hops = _arity(3)(f[:3])
     eid = _int(eid, 0, EID_LIMIT - 1, "event id")
     event = r.event(values)
-    if seal is not None:
-        event = _read_seal(event, seal)
+    if extras:
+        event = _read_extras(event, extras)
     hops = _int(hops, 0, MAX_HOPS, "hops")
     return lambda p: m.EventPush(p, eid, event, hops)
 

@@ -72,8 +72,12 @@ def _truncated(msg, n: int):
 SEAL_SIZE = 96
 
 
-def _seal_out(event) -> tuple:
-    seal = event.seal
+def _extras_out(event) -> tuple:
+    """What follows an event copy's fields: its seal, then its birth time
+    (nil for no seal), each only when present."""
+    seal, born = event.seal, event.born
+    if born is not None:
+        return (seal, float(born))
     return () if seal is None else (seal,)
 
 
@@ -86,10 +90,10 @@ _WRITERS: dict[type, Callable[[m.Message], list]] = {
     m.Refresh: lambda msg: [[[a, d] for a, d in msg.digests]],
     m.RowRequest: lambda msg: [list(msg.attrs)],
     m.Withdraw: lambda msg: [list(msg.attrs), float(msg.sent)],
-    # a signed event's seal follows (absent, not nil, when unsigned)
+    # a signed event's seal and the birth time follow (_extras_out)
     m.EventMessage: lambda msg: [msg.eid, msg.event.to_plain(), msg.attr, msg.key, msg.hops,
-                                 msg.up, *_seal_out(msg.event)],
-    m.EventPush: lambda msg: [msg.eid, msg.event.to_plain(), msg.hops, *_seal_out(msg.event)],
+                                 msg.up, *_extras_out(msg.event)],
+    m.EventPush: lambda msg: [msg.eid, msg.event.to_plain(), msg.hops, *_extras_out(msg.event)],
     m.Have: lambda msg: [msg.eid],
     m.LoadReport: lambda msg: [float(msg.load), msg.split, float(msg.forwarding)],
     m.HandoverRequest: lambda msg: [msg.new_ident],
