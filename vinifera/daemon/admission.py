@@ -220,7 +220,7 @@ class FairQueue:
     cannot fill the queue and shut out one whose own queue is empty (40
     hosts x 256 places used to fill the 8,192 and refuse honest peers)."""
 
-    def __init__(self, per_host: int = 256, total: int = 8192, max_bytes: int = 16 << 20) -> None:
+    def __init__(self, per_host: int = 256, total: int = 8192, max_bytes: int = 4 << 20) -> None:
         if min(per_host, total, max_bytes) < 1:
             raise ValueError("per_host, total and max_bytes must be positive")
         self.per_host = per_host
