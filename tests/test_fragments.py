@@ -89,3 +89,13 @@ async def test_a_swarm_sends_nothing_over_its_max_datagram_and_delivers_everythi
     assert missing == []
     assert max(max(s["largest_sent"].values()) for s in statuses) <= 600
     assert sum(s["counters"].get("reassembled", 0) for s in statuses) > 0  # it was needed
+
+
+def test_the_largest_body_splits_even_at_the_smallest_max_datagram():
+    from vinifera.wire.fragments import MAX_FRAGMENTS, MIN_DATAGRAM
+    from vinifera.wire.frames import HEADER_ROOM, MAX_DATAGRAM, Body
+
+    big = Body(5, 6, b"\x00" * (MAX_DATAGRAM - HEADER_ROOM))
+    parts = split_body(big, 1, MIN_DATAGRAM)
+    assert 1 < len(parts) <= MAX_FRAGMENTS
+    assert all(len(frame(p)) <= MIN_DATAGRAM for p in parts)

@@ -18,6 +18,21 @@ T0 = 1_000.0  # the receiver started at this time (seconds)
 MS = 1_000
 
 
+def capture_sent(sender, receiver, kinds=None) -> list[bytes]:
+    """Every datagram `sender` sends `receiver` from now on (of `kinds`, if
+    given), as an eavesdropper on the path would see it."""
+    captured: list[bytes] = []
+    send, target = sender.runner._sendto, parse_address(receiver.address)
+
+    async def capture(data, dest, kind):
+        if dest == target and (kinds is None or kind in kinds):
+            captured.append(data)
+        await send(data, dest, kind)
+
+    sender.runner._sendto = capture
+    return captured
+
+
 def window(**kw) -> ReplayWindow:
     return ReplayWindow(skew=kw.pop("skew", 30.0), started=T0, window=64, **kw)
 
@@ -79,15 +94,7 @@ async def test_a_captured_datagram_is_refused_again_later_and_elsewhere():
         )  # fmt: skip
         await wait_for(lambda: a.runner.node.content.ready and b.address in a.status()["view"],
                        30, "a installed, b known")  # fmt: skip
-        captured: list[bytes] = []
-        send = b.runner._sendto
-
-        async def capture(data, dest, kind):
-            if dest == parse_address(a.address):
-                captured.append(data)
-            await send(data, dest, kind)
-
-        b.runner._sendto = capture
+        captured = capture_sent(b, a)
         await b.publish(a0=150, a1=1)
         await wait_for(lambda: a.status()["counters"].get("delivered") == 1, 10, "the delivery")
         b_address = b.address
@@ -135,15 +142,7 @@ async def test_without_a_key_a_captured_event_is_a_duplicate_while_its_cookie_la
         )  # fmt: skip
         await wait_for(lambda: a.runner.node.content.ready and b.address in a.status()["view"],
                        30, "a installed, b known")  # fmt: skip
-        captured: list[bytes] = []
-        send = b.runner._sendto
-
-        async def capture(data, dest, kind):
-            if dest == parse_address(a.address) and kind in ("EventMessage", "EventPush"):
-                captured.append(data)
-            await send(data, dest, kind)
-
-        b.runner._sendto = capture
+        captured = capture_sent(b, a, kinds=("EventMessage", "EventPush"))
         await b.publish(a0=150, a1=1)
         await wait_for(lambda: a.status()["counters"].get("delivered") == 1, 10, "the delivery")
         b_address = b.address

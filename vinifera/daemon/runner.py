@@ -38,7 +38,6 @@ from vinifera.protocol.messages import EventMessage, EventPush
 from vinifera.protocol.node import Node as ProtocolNode
 from vinifera.subscription import Event, Subscription
 from vinifera.wire import (
-    HEADER_ROOM,
     MAX_DATAGRAM,
     Decoder,
     WireError,
@@ -495,15 +494,13 @@ class NodeRunner:
 
     def _fragmented(self, bodies: list) -> list:
         """Bodies too big for --max-datagram as fragments (wire/fragments.py)."""
-        limit = self.settings.max_datagram
         out = []
         for b in bodies:
-            if len(b.data) + HEADER_ROOM <= limit:
-                out.append(b)
-            else:
+            parts = split_body(b, self._msg_id, self.settings.max_datagram)
+            if len(parts) > 1:
                 self._msg_id = (self._msg_id + 1) % MSG_ID_LIMIT
-                out.extend(split_body(b, self._msg_id, limit))
                 self.counters["fragmented"] += 1
+            out.extend(parts)
         return out
 
     async def _sendto(self, data: bytes, dest: tuple[str, int], kind: str) -> None:
@@ -547,11 +544,12 @@ class NodeRunner:
         schema: SchemaError on bad values). Returns the event id."""
         node = self._require_running()
         event = values if isinstance(values, Event) else Event.build(self.settings.schema, values)
+        now = self.clock.now()
         # our (wall) clock: subscribers measure delivery latency from it
-        event = event.carrying(event.seal, self.clock.now())
+        event = event.carrying(event.seal, now)
         if self.settings.signing_key is not None:
             event = self.settings.signing_key.seal(event)
-        published = node.publish(self.clock.now(), event)
+        published = node.publish(now, event)
         await self._execute(published.actions)
         return published.eid
 
@@ -589,9 +587,7 @@ class NodeRunner:
             "top_hosts": self._admission.top_hosts(),
             "protocol_counters": node.counters(),
             "period": self.settings.period,
-            "signing_key": None
-            if self.settings.signing_key is None
-            else (self.settings.signing_key.fingerprint),
+            "signing_key": getattr(self.settings.signing_key, "fingerprint", None),
             "system": self.settings.system,
             # given bootstrap nodes, nobody has answered (yet): the node is alone
             "alone": self._alone(),

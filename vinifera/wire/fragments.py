@@ -20,13 +20,16 @@ from vinifera.wire.encode import _pack
 from vinifera.wire.frames import HEADER_ROOM, MAX_DATAGRAM, Body
 
 KIND_FRAGMENT = 102
-MAX_FRAGMENTS = 64  # parts of one message
+# Parts of one message: enough for the largest body (MAX_DATAGRAM) at the
+# smallest --max-datagram, so every body that encode_bodies lets through splits.
+MAX_FRAGMENTS = 128
 MAX_CHUNK = 1_400  # bytes of one part (what the decoder accepts)
 MIN_DATAGRAM = 576  # the smallest --max-datagram (IPv4's minimum reassembly size)
 # A fragment's own fields besides its chunk: kind, items, id, index, count
 # and the chunk's bin header, packed (at most 1 + 1 + 9 + 1 + 1 + 3).
 FRAGMENT_ROOM = 16
 MSG_ID_LIMIT = 1 << 32
+assert MAX_DATAGRAM <= MAX_FRAGMENTS * (MIN_DATAGRAM - HEADER_ROOM - FRAGMENT_ROOM)
 
 
 class Fragment(NamedTuple):
@@ -49,8 +52,6 @@ def split_body(b: Body, msg_id: int, max_datagram: int) -> list[Body]:
         return [b]
     size = chunk_size(max_datagram)
     chunks = [b.data[i : i + size] for i in range(0, len(b.data), size)]
-    if len(chunks) > MAX_FRAGMENTS or len(b.data) + HEADER_ROOM > MAX_DATAGRAM:
-        return [b]  # the caller's OversizeError rule applies (encode_bodies)
     out = []
     for i, chunk in enumerate(chunks):
         packed = _pack([b.kind, b.items, msg_id, i, len(chunks), chunk])
