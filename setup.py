@@ -39,6 +39,7 @@ COMPILED = [
     "vinifera/protocol/tman.py",
     "vinifera/protocol/vetting.py",
     "vinifera/protocol/content/balancing.py",
+    "vinifera/protocol/content/cover.py",
     "vinifera/protocol/content/crt.py",
     "vinifera/protocol/content/filters.py",
     "vinifera/protocol/content/forest.py",

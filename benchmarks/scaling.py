@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -37,7 +38,7 @@ from record import record  # noqa: E402
 
 from vinifera import hugepages, native  # noqa: E402
 from vinifera.protocol import messages as m  # noqa: E402
-from vinifera.protocol.config import OverlayConfig, system_defaults  # noqa: E402
+from vinifera.protocol.config import OverlayConfig, settings_of, system_defaults  # noqa: E402
 from vinifera.protocol.profile import Profile  # noqa: E402
 from vinifera.sim.config import SimConfig  # noqa: E402
 from vinifera.sim.driver import Simulation  # noqa: E402
@@ -81,8 +82,9 @@ def with_real_addresses(msg: m.Message) -> m.Message:
     return type(msg)(*values)
 
 
-def measure(nodes: int, rounds: int, seed: int) -> dict:
+def measure(nodes: int, rounds: int, seed: int, settings: list[str]) -> dict:
     friends, small_world, content = system_defaults("vinifera")
+    content = replace(content, **settings_of(content, settings))
     cfg = SimConfig(
         nodes=nodes,
         rounds=rounds,
@@ -145,10 +147,18 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=100)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--no-record", action="store_true", help="print only")
+    ap.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a delivery option (ContentConfig), as `vinifera sim run --set`",
+    )
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)  # one N, JSON on stdout
     args = ap.parse_args()
     if args.child is not None:
-        print(json.dumps(measure(args.child, args.rounds, args.seed)))
+        print(json.dumps(measure(args.child, args.rounds, args.seed, args.settings)))
         return
     # each child runs as `vinifera sim run` would (vinifera/hugepages.py)
     env = hugepages.environment_here() or dict(os.environ)
@@ -156,7 +166,7 @@ def main() -> None:
     mimalloc = hugepages.preloads_mimalloc(env)
     for n in args.nodes or [1000, 3000, 10000]:
         cmd = [sys.executable, __file__, "--child", str(n), "--rounds", str(args.rounds),
-               "--seed", str(args.seed)]  # fmt: skip
+               "--seed", str(args.seed), *(f"--set={x}" for x in args.settings)]  # fmt: skip
         try:
             out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env)
         except subprocess.CalledProcessError as err:
@@ -175,7 +185,8 @@ def main() -> None:
         print("   by kind:", fig["messages_by_kind"], flush=True)
         if not args.no_record:
             record("scaling", fig, {"nodes": n, "rounds": args.rounds, "seed": args.seed,
-                                    "mix": "default", "subscriptions": "skewed",
+                                    "mix": "default", "set": args.settings,
+                                    "subscriptions": "skewed",
                                     "events_per_round": 10, "sample": SAMPLE,
                                     "compiled": native.in_use(), "huge_pages": huge,
                                     "mimalloc": mimalloc})  # fmt: skip

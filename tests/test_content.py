@@ -769,6 +769,81 @@ def test_a_node_that_has_an_event_tells_its_tree_parents_which_then_skip_it():
         assert got == ([3, 4] if told else [1, 3, 4])
 
 
+def test_a_node_sends_no_copy_to_a_node_its_copy_says_has_the_event():
+    """covered: a copy names the nodes its senders sent the event to (in
+    the tree, and pushed); a node sends none of them a tree copy or a push,
+    and every copy it sends names them, itself and whom it sends to now,
+    cut to the latest `covered`. push_skip_covered_links: nor pushes to a
+    covered node's links; covered_pushes_stop_tree off: a pushed node
+    still gets tree copies. Without covered, the copy's lists are empty."""
+    from vinifera.protocol import messages as msgs
+    from vinifera.protocol.content.cover import token
+
+    event = Event.build(SCHEMA, {"a0": 150.0, "a1": 1.0})
+    key = event.keys()["a0"]
+    near = (Filter(IntervalSet.of(key - 5, key + 5), (), 1),)
+
+    def run(brought=(), pushed=(), next_hops=None, **cfg):
+        node, others = _pusher(ContentConfig(balancing=False, **cfg))
+        for nb in (1, 3):  # rows from 1 and 3 match; links 1 and 4 want a0 = 150
+            node.receive(0.1, msgs.Install(others[nb].profile, "a0", near, True, 0.1))
+        if next_hops:
+            node.overlay.next_hops.update(
+                {a: tuple(others[b].profile.ident for b in bs) for a, bs in next_hops.items()}
+            )
+        push = msgs.EventPush(others[2].profile, 7, event, 1, brought, pushed)
+        sent = [a for a in node.receive(0.5, push) if isinstance(a, Send)
+                and isinstance(a.message, (msgs.EventMessage, msgs.EventPush))]  # fmt: skip
+        return sorted(a.dest for a in sent), sent
+
+    got, sent = run(brought=(token(1),), covered=0)
+    assert got == [1, 3, 4]  # covered off: the lists are not read, and none are sent
+    assert all(a.message.covered == () == a.message.pushed for a in sent)
+    got, sent = run(brought=(token(1),), covered=32)
+    assert got == [3, 4]
+    for a in sent:
+        assert list(a.message.covered) == [token(1), token(9), token(3)]
+        assert list(a.message.pushed) == [token(4)]
+    _, sent = run(brought=(token(1),), covered=2)
+    assert all(list(a.message.covered) == [token(9), token(3)] for a in sent)
+    # a pushed node: no push, and by default no tree copy either
+    assert run(pushed=(token(1),), covered=32)[0] == [3, 4]
+    assert run(pushed=(token(1),), covered=32, covered_pushes_stop_tree=False)[0] == [1, 3, 4]
+    # link 4 is a link of covered node 3: 3 pushed to it
+    assert run(brought=(token(3),), next_hops={3: (4,)}, covered=32,
+               push_skip_covered_links=False)[0] == [1, 4]  # fmt: skip
+    assert run(brought=(token(3),), next_hops={3: (4,)}, covered=32)[0] == [1]
+
+
+def test_a_node_token_is_its_simulator_address_or_32_bits_of_its_real_one():
+    from vinifera.protocol.content.cover import token
+
+    assert token(12) == 12 and token(2**40 + 5) == 5
+    a, b = token("127.0.0.1:7000"), token("127.0.0.1:7001")
+    assert a != b and 0 <= a < 2**32 and 0 <= b < 2**32
+    assert token("127.0.0.1:7000") == a  # no per-process hash seed
+
+
+def test_a_first_push_takes_its_slot_when_new_pushes_do_not_give_way():
+    """capacity 4, share 0.5, capacity_new_pushes_give_way off: the third
+    push, the node's first copy of its event, is not dropped; the tree
+    copies get what is left."""
+    from vinifera.protocol import messages as msgs
+
+    event = Event.build(SCHEMA, {"a0": 150.0, "a1": 1.0})
+    key = event.keys()["a0"]
+    for give_way, kept in ((True, [True, True, False, True, True, False]),
+                           (False, [True] * 4 + [False] * 2)):  # fmt: skip
+        node, others = _pusher(ContentConfig(
+            balancing=False, capacity=4, capacity_push_share=0.5,
+            capacity_new_pushes_give_way=give_way))  # fmt: skip
+        copies = [msgs.EventPush(others[3].profile, eid, event, 1) for eid in (1, 2, 3)]
+        copies += [msgs.EventMessage(others[3].profile, eid, event, "a0", key, 4, False)
+                   for eid in (4, 5, 6)]  # fmt: skip
+        got = [any(isinstance(a, Deliver) for a in node.receive(0.5, msg)) for msg in copies]
+        assert got == kept, give_way
+
+
 def test_past_its_share_of_the_capacity_a_push_is_dropped_and_tree_copies_keep_their_slots():
     """capacity 4, capacity_push_share 0.5: two pushes fit, the third is
     dropped without taking a slot, tree copies still get all four."""
@@ -781,8 +856,11 @@ def test_past_its_share_of_the_capacity_a_push_is_dropped_and_tree_copies_keep_t
         (None, [True] * 4 + [False] * 2),
     ):
         node, others = _pusher(
-            ContentConfig(balancing=False, capacity=4, capacity_push_share=share)
-        )
+            ContentConfig(
+                balancing=False, capacity=4, capacity_push_share=share,
+                capacity_new_pushes_give_way=True,
+            )
+        )  # fmt: skip
         copies = [msgs.EventPush(others[3].profile, eid, event, 1) for eid in (1, 2, 3)]
         copies += [msgs.EventMessage(others[3].profile, eid, event, "a0", key, 4, False)
                    for eid in (4, 5, 6)]  # fmt: skip

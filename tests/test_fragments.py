@@ -14,7 +14,7 @@ from vinifera.daemon.reassembly import Reassembly
 from vinifera.protocol import messages as m
 from vinifera.protocol.profile import Profile
 from vinifera.subscription import Subscription
-from vinifera.wire import Decoder, WireError, body, frame
+from vinifera.wire import WIRE_VERSION, Decoder, WireError, body, frame
 from vinifera.wire.fragments import KIND_FRAGMENT, Fragment, split_body
 
 
@@ -73,7 +73,7 @@ def test_reassembly_is_bounded_and_forgets():
 def test_a_bad_fragment_is_a_field_error(fields, what):
     import msgpack
 
-    data = msgpack.packb([3, KIND_FRAGMENT, [0, 0, 0, 0], *fields], use_bin_type=True)
+    data = msgpack.packb([WIRE_VERSION, KIND_FRAGMENT, [0, 0, 0, 0], *fields], use_bin_type=True)
     with pytest.raises(WireError, match=what) as err:
         Decoder(SCHEMA).decode_datagram_untrusted(data)
     assert err.value.reason == "field"

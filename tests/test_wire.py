@@ -16,7 +16,7 @@ from vinifera import native
 from vinifera.errors import ViniferaError, brief
 from vinifera.fuzz import Fuzzer
 from vinifera.protocol import messages as m
-from vinifera.protocol.config import OverlayConfig
+from vinifera.protocol.config import MAX_COVERED, OverlayConfig
 from vinifera.protocol.content.filters import Filter
 from vinifera.protocol.node import Node
 from vinifera.protocol.profile import Profile
@@ -84,7 +84,9 @@ def sample_messages() -> list[m.Message]:
         m.RowRequest(p, ("city", "temp")),
         m.Withdraw(p, ("city",)),
         m.EventMessage(p, 2**63 - 1, EVENT, "city", 99, 4, True),
+        m.EventMessage(p, 3, EVENT, "city", 99, 4, False, tuple(range(MAX_COVERED)), (2**32 - 1,)),
         m.EventPush(p, 12, EVENT, 3),
+        m.EventPush(p, 12, EVENT, 3, (0,), tuple(range(7, 7 + MAX_COVERED))),
         m.Have(p, 2**63 - 1),
         m.LoadReport(p, 2.5, None),
         m.LoadReport(p, 0.0, 77, 3.25),
@@ -211,24 +213,46 @@ BAD = {
         "field",
     ),
     "event without its attribute": (
-        framed(13, GOOD_PROFILE, 1, [["temp", 1.0]], "city", 5, 0, True),
+        framed(13, GOOD_PROFILE, 1, [["temp", 1.0]], "city", 5, 0, True, b"", b""),
         "field",
     ),
     "event value out of domain": (
-        framed(13, GOOD_PROFILE, 1, [["temp", 99.0]], "temp", 5, 0, True),
+        framed(13, GOOD_PROFILE, 1, [["temp", 99.0]], "temp", 5, 0, True, b"", b""),
         "field",
     ),
-    "int up flag": (framed(13, GOOD_PROFILE, 1, [["temp", 1.0]], "temp", 5, 0, 1), "field"),
+    "int up flag": (
+        framed(13, GOOD_PROFILE, 1, [["temp", 1.0]], "temp", 5, 0, 1, b"", b""),
+        "field",
+    ),
     "too many hops": (
-        framed(13, GOOD_PROFILE, 1, [["temp", 1.0]], "temp", 5, 5000, True),
+        framed(13, GOOD_PROFILE, 1, [["temp", 1.0]], "temp", 5, 5000, True, b"", b""),
         "field",
     ),
     "push with a negative event id": (
-        framed(17, GOOD_PROFILE, -1, [["temp", 1.0]], 2),
+        framed(17, GOOD_PROFILE, -1, [["temp", 1.0]], 2, b"", b""),
+        "field",
+    ),
+    "covered list of 3 bytes": (
+        framed(13, GOOD_PROFILE, 1, [["temp", 1.0]], "temp", 5, 0, True, b"\x00" * 3, b""),
+        "field",
+    ),
+    "covered list as an array": (
+        framed(13, GOOD_PROFILE, 1, [["temp", 1.0]], "temp", 5, 0, True, [1, 2], b""),
+        "field",
+    ),
+    "event copy without its covered lists": (
+        framed(13, GOOD_PROFILE, 1, [["temp", 1.0]], "temp", 5, 0, True),
+        "field",
+    ),
+    "pushed list over the cap": (
+        framed(17, GOOD_PROFILE, 1, [["temp", 1.0]], 2, b"", b"\x00" * 4 * (MAX_COVERED + 1)),
         "field",
     ),
     "push without hops": (framed(17, GOOD_PROFILE, 1, [["temp", 1.0]]), "field"),
-    "push value out of domain": (framed(17, GOOD_PROFILE, 1, [["temp", 99.0]], 2), "field"),
+    "push value out of domain": (
+        framed(17, GOOD_PROFILE, 1, [["temp", 99.0]], 2, b"", b""),
+        "field",
+    ),
     "filter without depth": (
         framed(10, GOOD_PROFILE, "temp", [[[[0, 1]], []]], False, 0.0),
         "field",
@@ -366,6 +390,8 @@ subs = st.one_of(
 )
 idents = st.integers(0, RING_MAX)
 ages = st.floats(0, 1e6)
+# a covered list (content/cover.py): 4-byte tokens
+tokens = st.lists(st.integers(0, 2**32 - 1), max_size=MAX_COVERED).map(tuple)
 profiles = st.builds(Profile, addresses(), idents, subs, st.integers(0, 10))
 gossip = st.lists(st.tuples(profiles, ages), max_size=5).map(
     lambda pairs: (tuple(p for p, _ in pairs), tuple(a for _, a in pairs))
@@ -404,7 +430,7 @@ messages = st.one_of(
     st.builds(m.RowRequest, profiles, st.lists(attrs, unique=True).map(tuple)),
     st.builds(m.Withdraw, profiles, st.lists(attrs, unique=True).map(tuple)),
     st.builds(
-        lambda p, eid, ev, attr, key, hops, up: m.EventMessage(p, eid, ev, attr, key, hops, up),
+        m.EventMessage,
         profiles,
         st.integers(0, 2**63 - 1),
         events,
@@ -412,8 +438,18 @@ messages = st.one_of(
         idents,
         st.integers(0, 1024),
         st.booleans(),
+        tokens,
+        tokens,
     ),
-    st.builds(m.EventPush, profiles, st.integers(0, 2**63 - 1), events, st.integers(0, 1024)),
+    st.builds(
+        m.EventPush,
+        profiles,
+        st.integers(0, 2**63 - 1),
+        events,
+        st.integers(0, 1024),
+        tokens,
+        tokens,
+    ),  # fmt: skip
     st.builds(m.Have, profiles, st.integers(0, 2**63 - 1)),
     st.builds(m.LoadReport, profiles, st.floats(0, 1e9), st.none() | idents, st.floats(0, 1e9)),
     st.builds(m.HandoverRequest, profiles, idents),

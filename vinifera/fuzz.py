@@ -24,6 +24,7 @@ from collections.abc import Callable
 import msgpack
 
 from vinifera.protocol import messages as m
+from vinifera.protocol.config import MAX_COVERED
 from vinifera.protocol.content.filters import Filter
 from vinifera.protocol.profile import Profile
 from vinifera.ranges import IntervalSet
@@ -79,7 +80,9 @@ def sample_messages(schema: Schema, port: int = 7000) -> list[m.Message]:
         m.RowRequest(p, (name,)),
         m.Withdraw(p, (name,)),
         m.EventMessage(p, 2**63 - 1, event, name, 99, 4, True),
+        m.EventMessage(p, 7, event, name, 99, 4, False, tuple(range(MAX_COVERED)), (2**32 - 1,)),
         m.EventPush(p, 12, event, 3),
+        m.EventPush(p, 12, event, 3, (0, 5), tuple(range(MAX_COVERED))),
         m.Have(p, 12),
         m.LoadReport(p, 0.0, 77, 3.25),
         m.HandoverRequest(p, 5),

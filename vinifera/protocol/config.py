@@ -185,6 +185,11 @@ class OverlayConfig:
         return asdict(self)
 
 
+# The most node tokens an event copy carries per covered list
+# (ContentConfig.covered is at most this; the decoder refuses longer lists).
+MAX_COVERED = 64
+
+
 @dataclass(frozen=True, slots=True)
 class ContentConfig:
     # "value": one rendezvous per attribute value, the successor of its
@@ -326,6 +331,22 @@ class ContentConfig:
     # that parent then sends it no copy. Sound with push_tree_work and
     # every_tree_at_once: whoever has an event has done every tree's work.
     have_notices: bool = False
+    # Each event copy carries the nodes its senders sent the event to (and
+    # the senders themselves), and those they pushed it to: at most this
+    # many tokens per list, the latest kept (0: none; content/cover.py). A
+    # node sends no copy, tree or push, to a node in them. Sound like
+    # have_notices: whoever is sent an event does every tree's work.
+    covered: int = 16
+    # ... nor pushes to a link of a covered node whose links we know
+    # (Overlay.next_hops): that node pushed to its matching links.
+    push_skip_covered_links: bool = True
+    # A pushed node is covered for tree copies too (else for pushes only).
+    covered_pushes_stop_tree: bool = True
+    # Under congestion a node's first copy of an event, if a push, gives way
+    # past capacity_push_share like any push (True), or takes its slot
+    # (False): with covered pushes stopping the tree, a dropped first push
+    # may be the only copy the node was going to get.
+    capacity_new_pushes_give_way: bool = False
     # Who pushes: "any" node the first time it handles an event; "up": the
     # publisher and the nodes that handle an up copy (the route to the
     # rendezvous), and others only as push_max_hops allows. With "up" and 3,
@@ -445,6 +466,8 @@ class ContentConfig:
             raise ValueError("push_fanout must be >= 1 (or None for every matching link)")
         if self.push_from not in ("any", "up"):
             raise ValueError("push_from must be 'any' or 'up'")
+        if not 0 <= self.covered <= MAX_COVERED:
+            raise ValueError(f"covered must be between 0 and {MAX_COVERED}")
         if self.push_new_links < 0:
             raise ValueError("push_new_links must be >= 0")
         if self.push_max_hops is not None and self.push_max_hops < 1:
@@ -478,6 +501,7 @@ BASELINE_CONTENT = ContentConfig(
     rows_lookahead=False,
     route_shortcuts=False,
     route_to_interest=False,
+    covered=0,
 )
 
 # The baseline: 2 ring + 8 small-world links, no friends.

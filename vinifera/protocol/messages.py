@@ -4,7 +4,7 @@ current profile, so every message is also a heartbeat."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from typing import NamedTuple
 
 from vinifera.protocol.profile import Profile
@@ -171,14 +171,17 @@ class Withdraw(Message):
 
 class EventMessage(Message):
     """One copy of an event in one attribute's tree. `up` copies are still
-    on their way to the rendezvous of `key`; the others only go down."""
+    on their way to the rendezvous of `key`; the others only go down.
+    `covered`, `pushed`: tokens of the nodes its senders sent the event to
+    in the tree (and of the senders) and pushed it to (content/cover.py)."""
 
-    __slots__ = ("eid", "event", "attr", "key", "hops", "up")
+    __slots__ = ("eid", "event", "attr", "key", "hops", "up", "covered", "pushed")
     kind = "event"
 
     def __init__(
-        self, profile: Profile, eid: int, event, attr: str, key: int, hops: int, up: bool
-    ) -> None:
+        self, profile: Profile, eid: int, event, attr: str, key: int, hops: int, up: bool,
+        covered: Sequence = (), pushed: Sequence = (),
+    ) -> None:  # fmt: skip
         self.profile = profile
         self.eid = eid
         self.event = event
@@ -186,22 +189,30 @@ class EventMessage(Message):
         self.key = key
         self.hops = hops
         self.up = up
+        self.covered = covered
+        self.pushed = pushed
 
 
 class EventPush(Message):
     """An event sent straight to a link whose subscription matches it
     (subscription awareness, ContentConfig.push). The receiver delivers it
     and pushes it on, once per event, to its own matching links; a push
-    does no tree work (no CRT branch, no rendezvous)."""
+    does no tree work (no CRT branch, no rendezvous); `covered` as in
+    EventMessage."""
 
-    __slots__ = ("eid", "event", "hops")
+    __slots__ = ("eid", "event", "hops", "covered", "pushed")
     kind = "push"
 
-    def __init__(self, profile: Profile, eid: int, event, hops: int) -> None:
+    def __init__(
+        self, profile: Profile, eid: int, event, hops: int, covered: Sequence = (),
+        pushed: Sequence = (),
+    ) -> None:  # fmt: skip
         self.profile = profile
         self.eid = eid
         self.event = event
         self.hops = hops
+        self.covered = covered
+        self.pushed = pushed
 
 
 class Have(Message):

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import hmac
 import math
+import struct
 from collections.abc import Callable
 
 import msgpack
 
 from vinifera.errors import SchemaError, brief
 from vinifera.protocol import messages as m
+from vinifera.protocol.config import MAX_COVERED
 from vinifera.protocol.content.filters import Filter
 from vinifera.protocol.profile import Profile
 from vinifera.ranges import IntervalSet
@@ -321,11 +323,18 @@ def _read_extras(event, extras: tuple):
     return event.carrying(seal, born)
 
 
+def _tokens(x, what: str) -> tuple:
+    """A covered list: at most MAX_COVERED 4-byte tokens (encode._tokens_out)."""
+    if type(x) is not bytes or len(x) % 4 or len(x) > 4 * MAX_COVERED:
+        raise _fail(f"{what} must be at most {MAX_COVERED} 4-byte tokens, got {brief(x)}")
+    return struct.unpack(f">{len(x) // 4}I", x)
+
+
 def _read_event(r: _Reader, f: tuple):
-    extras = f[6:]
+    extras = f[8:]
     if len(extras) > 2:
         raise _fail(f"{len(f)} fields for an event copy")
-    eid, values, attr, key, hops, up = _arity(6)(f[:6])
+    eid, values, attr, key, hops, up, covered, pushed = _arity(8)(f[:8])
     eid = _int(eid, 0, EID_LIMIT - 1, "event id")
     event = r.event(values)
     if extras:
@@ -337,20 +346,22 @@ def _read_event(r: _Reader, f: tuple):
     hops = _int(hops, 0, MAX_HOPS, "hops")
     if type(up) is not bool:
         raise _fail("up must be a boolean")
-    return lambda p: m.EventMessage(p, eid, event, attr, key, hops, up)
+    covered, pushed = _tokens(covered, "covered"), _tokens(pushed, "pushed")
+    return lambda p: m.EventMessage(p, eid, event, attr, key, hops, up, covered, pushed)
 
 
 def _read_push(r: _Reader, f: tuple):
-    extras = f[3:]
+    extras = f[5:]
     if len(extras) > 2:
         raise _fail(f"{len(f)} fields for a push")
-    eid, values, hops = _arity(3)(f[:3])
+    eid, values, hops, covered, pushed = _arity(5)(f[:5])
     eid = _int(eid, 0, EID_LIMIT - 1, "event id")
     event = r.event(values)
     if extras:
         event = _read_extras(event, extras)
     hops = _int(hops, 0, MAX_HOPS, "hops")
-    return lambda p: m.EventPush(p, eid, event, hops)
+    covered, pushed = _tokens(covered, "covered"), _tokens(pushed, "pushed")
+    return lambda p: m.EventPush(p, eid, event, hops, covered, pushed)
 
 
 def _read_have(r: _Reader, f: tuple):

@@ -3,6 +3,7 @@ framed once per destination."""
 
 from __future__ import annotations
 
+import struct
 import threading
 from collections.abc import Callable
 
@@ -81,6 +82,11 @@ def _extras_out(event) -> tuple:
     return () if seal is None else (seal,)
 
 
+def _tokens_out(tokens) -> bytes:
+    """A covered list (content/cover.py) as 4-byte big-endian tokens."""
+    return struct.pack(f">{len(tokens)}I", *tokens)
+
+
 _WRITERS: dict[type, Callable[[m.Message], list]] = {
     **{cls: (lambda msg: []) for cls in (m.Join, m.Ping, m.Pong, m.Leave)},
     **{cls: _gossip_out for cls in (m.JoinReply, m.Shuffle, m.ShuffleReply)},
@@ -90,10 +96,13 @@ _WRITERS: dict[type, Callable[[m.Message], list]] = {
     m.Refresh: lambda msg: [[[a, d] for a, d in msg.digests]],
     m.RowRequest: lambda msg: [list(msg.attrs)],
     m.Withdraw: lambda msg: [list(msg.attrs), float(msg.sent)],
-    # a signed event's seal and the birth time follow (_extras_out)
+    # the covered lists, then a signed event's seal and the birth time
+    # (_extras_out)
     m.EventMessage: lambda msg: [msg.eid, msg.event.to_plain(), msg.attr, msg.key, msg.hops,
-                                 msg.up, *_extras_out(msg.event)],
-    m.EventPush: lambda msg: [msg.eid, msg.event.to_plain(), msg.hops, *_extras_out(msg.event)],
+                                 msg.up, _tokens_out(msg.covered), _tokens_out(msg.pushed),
+                                 *_extras_out(msg.event)],
+    m.EventPush: lambda msg: [msg.eid, msg.event.to_plain(), msg.hops, _tokens_out(msg.covered),
+                              _tokens_out(msg.pushed), *_extras_out(msg.event)],
     m.Have: lambda msg: [msg.eid],
     m.LoadReport: lambda msg: [float(msg.load), msg.split, float(msg.forwarding)],
     m.HandoverRequest: lambda msg: [msg.new_ident],

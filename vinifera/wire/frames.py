@@ -12,7 +12,8 @@ from vinifera.protocol import messages as m
 # 2: aggregated CRT rows (Install, Refresh, RowRequest, Withdraw, Handover);
 # 3: the per-datagram header and handshake kinds (address proof, replay
 # window), and rows stamped with the sender's clock (Install, Withdraw)
-WIRE_VERSION = 3
+# 4: event copies carry the covered lists (content/cover.py)
+WIRE_VERSION = 4
 # UDP on IPv4 carries at most 65,507 payload bytes; stay clear of it.
 MAX_DATAGRAM = 60_000
 MAC_SIZE = 16

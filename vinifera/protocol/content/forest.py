@@ -15,13 +15,14 @@ each exists.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from vinifera.draws import sample
 from vinifera.matching import satisfies
 from vinifera.protocol import messages as m
 from vinifera.protocol.actions import Deliver, Log, Send
+from vinifera.protocol.content.cover import Cover, token
 from vinifera.protocol.content.crt import Row
 from vinifera.protocol.content.memory import ExpiringMap
 from vinifera.protocol.records import record
@@ -87,6 +88,8 @@ class Copy(NamedTuple):
     key: int
     hops: int  # hops it has come (it arrives with one more)
     up: bool  # still on its way to the rendezvous
+    covered: Sequence = ()  # nodes sent the event before (ContentConfig.covered)
+    pushed: Sequence = ()  # ... and those pushed it
 
 
 class HeldCopy(NamedTuple):
@@ -173,13 +176,20 @@ class Forest:
         """Our own event's up copies, one per attribute, and its pushes."""
         c = self.content
         sent: set[Hashable] = set()
+        cover = self._cover((), ())
         for attr, key in c.event_keys(event):
             copy = Copy(eid, event, attr, key, 0, True)
-            targets, rv = self._handle(now, copy, None, 0, interested)
+            targets, rv = self._handle(now, copy, None, 0, interested, cover=cover)
             sent.update(targets)
             if rv:
                 self._at_rendezvous(now, copy, interested)
-        self._push(now, eid, event, 0, sent, bool(sent), True)
+        self._push(now, eid, event, 0, sent, bool(sent), True, cover=cover)
+        if cover is not None:
+            cover.close(c.config.covered)
+
+    def _cover(self, inherited: Sequence, pushed: Sequence) -> Cover | None:
+        c = self.content
+        return Cover(inherited, pushed, c.profile.address) if c.config.covered else None
 
     # ----------------------------------------------------------------- tree copies
 
@@ -195,7 +205,8 @@ class Forest:
             c.out.append(Send(msg.profile.address, m.Pong(c.profile)))
         if interested and msg.eid not in self.delivered:
             self._deliver(now, msg.eid, msg.event, msg.attr, msg.hops)
-        copy = Copy(msg.eid, msg.event, msg.attr, msg.key, msg.hops, msg.up)
+        copy = Copy(msg.eid, msg.event, msg.attr, msg.key, msg.hops, msg.up, msg.covered,
+                    msg.pushed)  # fmt: skip
         if msg.up and self._ringless():
             if len(self.held) < MAX_HELD_COPIES:
                 # (its recv record comes when it is handled, at release_held)
@@ -220,16 +231,19 @@ class Forest:
             # an up copy whose up work is done here already only goes down
             if copy.up and state & UP_DONE:
                 copy = copy._replace(up=False)
-            targets, rv = self._handle(now, copy, sender, state, interested)
+            cover = self._cover(copy.covered, copy.pushed)
+            targets, rv = self._handle(now, copy, sender, state, interested, cover=cover)
             if rv:
                 self._at_rendezvous(now, copy, interested)
             if c.config.every_tree_at_once:
                 others = self._other_trees(now, copy.eid, copy.event, copy.hops, copy.attr, sender,
-                                           {sender, *targets})  # fmt: skip
+                                           {sender, *targets}, cover)  # fmt: skip
                 targets = targets + others
             fwd = len(targets)
             fwd += self._push(now, copy.eid, copy.event, copy.hops, {sender, *targets}, fwd > 0,
-                              copy.up, sender)  # fmt: skip
+                              copy.up, sender, cover)  # fmt: skip
+            if cover is not None:
+                cover.close(c.config.covered)
         self._received(now, copy, copy.attr, interested, fwd, dup, rv, had)
 
     def _at_rendezvous(self, now: float, copy: Copy, interested: bool) -> None:
@@ -291,7 +305,7 @@ class Forest:
         down work in `attr`'s tree is done here already (handling it would
         do nothing)."""
         if attr is None:
-            return True
+            return had or self.content.config.capacity_new_pushes_give_way
         return (
             had
             and not up
@@ -301,7 +315,7 @@ class Forest:
 
     def _handle(
         self, now: float, copy: Copy, sender: Hashable | None, state: int = 0,
-        interested: bool = True, skip: set | None = None,
+        interested: bool = True, skip: set | None = None, cover: Cover | None = None,
     ) -> tuple[list, bool]:  # fmt: skip
         """Forward one copy: down matching CRT rows (once per event and
         attribute) and, for an `up` copy, on toward the rendezvous. Returns
@@ -318,6 +332,9 @@ class Forest:
             down = self.crt.matching_neighbours(copy.attr, copy.key, copy.event.keys(), now, sender)
             if skip:
                 down = [nb for nb in down if nb not in skip]
+            if cover is not None and down:
+                known = cover.known if c.config.covered_pushes_stop_tree else cover.tree
+                down = [nb for nb in down if token(nb) not in known]
             if down and self.declined:
                 declined = self.declined.items
                 down = [nb for nb in down if (copy.eid, nb) not in declined]
@@ -360,26 +377,34 @@ class Forest:
                 had.add(sender)
         targets = down
         up_sent = False
+        covered: Sequence = ()
+        pushed: Sequence = ()
+        if cover is not None:
+            cover.add(down)
+            if up_hop is not None:
+                cover.add((up_hop,))
+            covered = cover.nodes
+            pushed = cover.pushed
         if down:
             out = c.out
             message = None  # one message object for every down copy
             for nb in down:
                 if nb == up_hop:
-                    self._send_copy(now, nb, copy._replace(up=True))
+                    self._send_copy(now, nb, copy._replace(up=True, covered=covered, pushed=pushed))
                     up_sent = True
                     continue
                 if message is None:
-                    message = m.EventMessage(c.profile, copy.eid, copy.event, copy.attr,
-                                             copy.key, copy.hops + 1, False)  # fmt: skip
+                    message = m.EventMessage(c.profile, copy.eid, copy.event, copy.attr, copy.key,
+                                             copy.hops + 1, False, covered, pushed)  # fmt: skip
                 out.append(Send(nb, message))
         if up_hop is not None and not up_sent:
-            self._send_copy(now, up_hop, copy._replace(up=True))
+            self._send_copy(now, up_hop, copy._replace(up=True, covered=covered, pushed=pushed))
             targets = [*down, up_hop]
         return targets, rv
 
     def _other_trees(
         self, now: float, eid: int, event: Event, hops: int, done: str | None, sender: Hashable,
-        sent: set,
+        sent: set, cover: Cover | None = None,
     ) -> list:  # fmt: skip
         """The down work of every attribute's tree but `done`'s, where
         not done yet: a pushed node's (push_tree_work), and a node handling
@@ -397,7 +422,7 @@ class Forest:
             state = self.seen.items.get((eid, attr), 0)
             if not state & DOWN_DONE:
                 part = Copy(eid, event, attr, key, hops, False)
-                targets, _ = self._handle(now, part, sender, state, skip=skip)
+                targets, _ = self._handle(now, part, sender, state, skip=skip, cover=cover)
                 out.extend(targets)
                 if skip is not None:
                     skip.update(targets)
@@ -442,7 +467,7 @@ class Forest:
     def _send_copy(self, now: float, nb: Hashable, copy: Copy) -> None:
         c = self.content
         msg = m.EventMessage(c.profile, copy.eid, copy.event, copy.attr, copy.key,
-                             copy.hops + 1, copy.up)  # fmt: skip
+                             copy.hops + 1, copy.up, copy.covered, copy.pushed)  # fmt: skip
         c.out.append(Send(nb, msg))
         if copy.up and c.config.event_retry:
             c.retries.sent(now, nb, copy)
@@ -460,19 +485,25 @@ class Forest:
         if interested and msg.eid not in self.delivered:
             self._deliver(now, msg.eid, msg.event, None, msg.hops)
         fwd = 0
-        if msg.hops < self.content.config.max_event_hops:
+        cfg = self.content.config
+        if msg.hops < cfg.max_event_hops:
             sender = msg.profile.address
             sent = {sender}
-            if self.content.config.push_tree_work:
-                others = self._other_trees(now, msg.eid, msg.event, msg.hops, None, sender, sent)
+            cover = self._cover(msg.covered, msg.pushed)
+            if cfg.push_tree_work:
+                others = self._other_trees(now, msg.eid, msg.event, msg.hops, None, sender, sent,
+                                           cover)  # fmt: skip
                 sent.update(others)
                 fwd = len(sent) - 1
-            fwd += self._push(now, msg.eid, msg.event, msg.hops, sent, fwd > 0, False, sender)
+            fwd += self._push(now, msg.eid, msg.event, msg.hops, sent, fwd > 0, False, sender,
+                              cover)  # fmt: skip
+            if cover is not None:
+                cover.close(cfg.covered)
         self._received(now, msg, None, interested, fwd, fwd == 0, False, had)
 
     def _push(
         self, now: float, eid: int, event: Event, hops: int, skip: set, forwarding: bool,
-        up: bool, sender: Hashable = None,
+        up: bool, sender: Hashable = None, cover: Cover | None = None,
     ) -> int:  # fmt: skip
         """Subscription awareness (ContentConfig.push): the first time this
         node handles an event, it sends it straight to the links whose
@@ -530,6 +561,18 @@ class Forest:
         if self.declined:  # have notices (empty unless peers send them)
             declined = self.declined.items
             skip = skip | {a for a in links.by_address if (eid, a) in declined}
+        if cover is not None:
+            known = cover.known
+            skip = skip | {a for a in links.by_address if token(a) in known}
+            if cfg.push_skip_covered_links:
+                # and our links that are a covered node's links: it had them
+                linked: set[int] = set()
+                for a, ys in c.overlay.next_hops.items():
+                    if token(a) in known:
+                        linked.update(ys)
+                if linked:
+                    by_address = links.by_address
+                    skip = skip | {a for a, e in by_address.items() if e.profile.ident in linked}
         targets = [
             addr
             for addr, entry in links.by_address.items()
@@ -541,8 +584,15 @@ class Forest:
         fanout = cfg.push_fanout
         if fanout is not None and len(targets) > fanout:
             targets = sample(c.rng, targets, fanout)
+        covered: Sequence = ()
+        pushed: Sequence = ()
+        if cover is not None:
+            cover.add_pushed(targets)
+            covered = cover.nodes
+            pushed = cover.pushed
         if targets:
-            push = m.EventPush(c.profile, eid, event, hops + 1)  # one object: encoded once
+            # one object: encoded once
+            push = m.EventPush(c.profile, eid, event, hops + 1, covered, pushed)
             for addr in targets:
                 c.out.append(Send(addr, push))
         c.counters["events_pushed"] += len(targets)
