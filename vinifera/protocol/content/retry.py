@@ -64,6 +64,7 @@ class Retries:
             copy = item.copy
             alt = self.next_hop_without(copy.key, item.tried)
             if alt is not MINE and alt not in item.tried:
+                # no covered lists: they name the silent hop, which may not have it
                 msg = m.EventMessage(me, copy.eid, copy.event, copy.attr, copy.key,
                                      copy.hops + 1, True)  # fmt: skip
                 c.out.append(Send(alt, msg))
