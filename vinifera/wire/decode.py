@@ -14,6 +14,7 @@ import msgpack
 from vinifera.errors import SchemaError, brief
 from vinifera.protocol import messages as m
 from vinifera.protocol.config import MAX_COVERED
+from vinifera.protocol.content.cover import TOKEN_BYTES
 from vinifera.protocol.content.filters import Filter
 from vinifera.protocol.profile import Profile
 from vinifera.ranges import IntervalSet
@@ -21,7 +22,7 @@ from vinifera.ring import RING_MAX
 from vinifera.schema import Schema
 from vinifera.subscription import Event, Subscription
 from vinifera.wire.addresses import format_address, parse_address
-from vinifera.wire.encode import SEAL_SIZE, _pack
+from vinifera.wire.encode import SEAL_SIZE, TOKEN_FORMAT, _pack
 from vinifera.wire.fragments import (
     KIND_FRAGMENT,
     MAX_CHUNK,
@@ -324,10 +325,12 @@ def _read_extras(event, extras: tuple):
 
 
 def _tokens(x, what: str) -> tuple:
-    """A covered list: at most MAX_COVERED 4-byte tokens (encode._tokens_out)."""
-    if type(x) is not bytes or len(x) % 4 or len(x) > 4 * MAX_COVERED:
-        raise _fail(f"{what} must be at most {MAX_COVERED} 4-byte tokens, got {brief(x)}")
-    return struct.unpack(f">{len(x) // 4}I", x)
+    """A covered list: at most MAX_COVERED tokens (encode._tokens_out)."""
+    if type(x) is not bytes or len(x) % TOKEN_BYTES or len(x) > TOKEN_BYTES * MAX_COVERED:
+        raise _fail(
+            f"{what} must be at most {MAX_COVERED} {TOKEN_BYTES}-byte tokens, got {brief(x)}"
+        )
+    return struct.unpack(f">{len(x) // TOKEN_BYTES}{TOKEN_FORMAT}", x)
 
 
 def _read_event(r: _Reader, f: tuple):

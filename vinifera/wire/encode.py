@@ -10,6 +10,7 @@ from collections.abc import Callable
 import msgpack
 
 from vinifera.protocol import messages as m
+from vinifera.protocol.content.cover import TOKEN_BYTES
 from vinifera.protocol.content.filters import Filter
 from vinifera.protocol.profile import Profile
 from vinifera.ranges import IntervalSet
@@ -82,9 +83,13 @@ def _extras_out(event) -> tuple:
     return () if seal is None else (seal,)
 
 
+# A covered list's token (content/cover.py) as a big-endian struct item.
+TOKEN_FORMAT = {4: "I", 8: "Q"}[TOKEN_BYTES]
+
+
 def _tokens_out(tokens) -> bytes:
-    """A covered list (content/cover.py) as 4-byte big-endian tokens."""
-    return struct.pack(f">{len(tokens)}I", *tokens)
+    """A covered list as packed big-endian tokens."""
+    return struct.pack(f">{len(tokens)}{TOKEN_FORMAT}", *tokens)
 
 
 _WRITERS: dict[type, Callable[[m.Message], list]] = {
