@@ -15,6 +15,16 @@ import click
 class FiniteRange(click.FloatRange):
     """A FloatRange that also refuses NaN and infinities."""
 
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        if self.min is None and self.max is None:
+            self.name = "float"  # not "FLOAT RANGE [x<=None]" in --help
+
+    def _describe_range(self) -> str:
+        if self.min is None and self.max is None:
+            return ""
+        return super()._describe_range()
+
     def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
         rv = super().convert(value, param, ctx)
         if not math.isfinite(rv):

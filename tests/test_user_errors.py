@@ -77,6 +77,25 @@ def test_every_option_of_the_swarm_and_analyze_commands_has_help():
                 assert p.help, f"{cmd.name} --{p.name} has no help"
 
 
+def test_no_help_text_shows_an_unbounded_range_as_none():
+    """click described an unbounded FloatRange as "FLOAT RANGE [x<=None]"."""
+    import click
+
+    from vinifera.cli.node import main as node_main
+
+    def walk(cmd, path):
+        yield path
+        if isinstance(cmd, click.Group):
+            for name, sub in cmd.commands.items():
+                yield from walk(sub, [*path, name])
+
+    for group in (main, node_main):
+        for path in walk(group, []):
+            res = CliRunner().invoke(group, [*path, "--help"])
+            assert res.exit_code == 0, path
+            assert "None]" not in res.output, (path, res.output)
+
+
 def test_a_node_on_a_port_in_use_says_so_in_one_line():
     """The real command in a real process: trio wraps the bind's OSError in
     an exception group, which used to print 40 lines."""
