@@ -57,3 +57,18 @@ def test_the_fig5_default_trace_is_beside_the_checkout_from_any_directory(tmp_pa
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
                          capture_output=True, text=True, check=True)  # fmt: skip
     assert out.stdout.strip() == str(tmp_path / "mine.avt")
+
+
+def test_the_readmes_layout_table_names_files_that_exist():
+    """It named protocol/crt.py, content.py and sim/ledger.py long after
+    they had moved."""
+    text = (ROOT / "README.md").read_text()
+    rows = re.findall(r"^\| `([\w/]+/)` [^|]*\| (.*) \|$", text, re.M)
+    assert len(rows) >= 8
+    missing = [
+        f"{folder}{name}"
+        for folder, what in rows
+        for name in re.findall(r"`([\w]+\.py)`", what)
+        if not (ROOT / folder / name).exists()
+    ]
+    assert not missing, missing
