@@ -1007,6 +1007,26 @@ def test_a_shedding_node_still_pushes_an_event_that_has_come_far():
     assert node.counters()["pushes_shed"] == shed_before + 1
 
 
+@pytest.mark.parametrize("fanout, pushed", [(ContentConfig().push_fanout, 5), (None, 7)])
+def test_a_node_pushes_to_at_most_push_fanout_of_its_matching_links(fanout, pushed):
+    """Default 5: past it a push mostly races a copy another branch brings."""
+    from vinifera.protocol import messages as msgs
+    from vinifera.protocol.profile import Entry
+    from vinifera.protocol.tman import Links
+
+    want = Subscription.build(SCHEMA, {"a0": (100.0, 200.0)})
+    others = [Node(a, SCHEMA, OverlayConfig(), random.Random(a), want) for a in range(1, 9)]
+    node = Node(9, SCHEMA, OverlayConfig(), random.Random(9), want,
+                content=ContentConfig(balancing=False, push_fanout=fanout))  # fmt: skip
+    node.start(0.0)
+    e = [Entry(n.profile, 0.0) for n in others[:7]]
+    node.overlay.links = Links(succ=e[0], pred=e[1], friends=e[2:5], small_world=e[5:7])
+    event = Event.build(SCHEMA, {"a0": 150.0, "a1": 1.0})
+    out = node.receive(0.5, msgs.EventPush(others[7].profile, 5, event, 1))  # not a link
+    targets = [dest for dest, _ in _pushes(out)]
+    assert len(targets) == pushed and set(targets) <= {n.profile.address for n in others[:7]}
+
+
 def test_the_content_layer_draws_from_its_own_random_stream():
     """Event ids and push targets never consume the overlay's draws."""
     from vinifera.protocol import messages as msgs
