@@ -62,6 +62,7 @@ def _analyze(spark, spec: RunSpec, recs: ingest.Records, out, say) -> RunResult:
     files: dict[str, list[int]] = {}
     t0 = t1 = None
     last_t: dict[str, float] = {}  # each node's last usable record
+    node_ids: dict[str, int] = {}
     for r in stats:
         per_file = files.setdefault(r.file, [0, 0])
         per_file[0] += r.n
@@ -73,6 +74,7 @@ def _analyze(spark, spec: RunSpec, recs: ingest.Records, out, say) -> RunResult:
         t0 = r.t0 if t0 is None else min(t0, r.t0)
         t1 = r.t1 if t1 is None else max(t1, r.t1)
         last_t[r.node] = max(last_t.get(r.node, r.t1), r.t1)
+        node_ids[r.node] = r.nid
     usable = sum(kinds.values())
     if not usable:
         raise InputError(f"{spec.logdir}: none of the {sum(problems.values())} log lines is usable")
@@ -94,7 +96,7 @@ def _analyze(spark, spec: RunSpec, recs: ingest.Records, out, say) -> RunResult:
     last_seen = spark.createDataFrame(sorted(last_t.items()), "node string, last_t double")
     m = metrics.measure(recs, spec.schema, start, end, spec.deadline, spec.window, count,
                         infer_crashes=spec.infer_crashes, last_seen=last_seen,
-                        progress=say, nodes=sorted(last_t))  # fmt: skip
+                        progress=say, node_ids=node_ids)  # fmt: skip
     invalid = m.extra["invalid_events"]
     if invalid and invalid == kinds.get("publish", 0):
         raise InputError(
@@ -143,7 +145,7 @@ def _analyze(spark, spec: RunSpec, recs: ingest.Records, out, say) -> RunResult:
                        origin=origin)  # fmt: skip
     say("writing tables")
     try:
-        result.tables = tables.write_run(spark, result, m.node_load, out / spec.label)
+        result.tables = tables.write_run(result, m.node_load, out / spec.label)
     finally:
         m.release()
     return result
@@ -179,6 +181,6 @@ def analyze(
         "master": spark.sparkContext.master,
         "requested_master": master,
     }
-    summary = tables.write_summary(spark, results, out)
+    summary = tables.write_summary(results, out)
     path = report.write(out, results, figures, summary, spark_info, PROBLEMS)
     return path, results

@@ -129,7 +129,7 @@ def measure(
     infer_crashes: bool = False,
     last_seen: DataFrame | None = None,
     progress=lambda msg: None,
-    nodes: list[str] | None = None,
+    node_ids: dict[str, int] | None = None,
 ) -> Measurements:
     """Everything, from one run's records (analysis/ingest.Records).
 
@@ -142,7 +142,7 @@ def measure(
         return persisted[-1]
 
     try:
-        key = _node_key(recs.all.sparkSession, nodes)
+        key = _node_key(node_ids)
         m = _measure(recs, schema, start, end, deadline, width, count, infer_crashes, last_seen,
                      keep, progress, key)  # fmt: skip
     except BaseException:
@@ -153,14 +153,13 @@ def measure(
     return m
 
 
-def _node_key(spark, nodes: list[str] | None) -> str:
+def _node_key(node_ids: dict[str, int] | None) -> str:
     """The column the large aggregations key nodes by: `nid` (a hash of the
-    name) when the run's node names all hash apart, else the name."""
-    if not nodes:
+    name) when the run's node names (node_ids: name -> nid, from the
+    per-file counts) all hash apart, else the name."""
+    if not node_ids:
         return "node"
-    names = spark.createDataFrame([(n,) for n in nodes], "node string")
-    ids = names.select(F.count_distinct(ingest.node_id(F.col("node")))).first()[0]
-    return "nid" if ids == len(nodes) else "node"
+    return "nid" if len(set(node_ids.values())) == len(node_ids) else "node"
 
 
 def _valid(df: DataFrame) -> DataFrame:
@@ -180,8 +179,8 @@ def _measure(recs, schema, start, end, deadline, width, count, infer, last_seen,
     )
     subs = keep(truth.subscriptions(other, schema).withColumn("nid", ingest.node_id(F.col("node"))))
     progress("ground truth: events, lives, subscriptions")
-    invalid_events = publish.where(~F.col("valid")).count()
-    invalid_subs = subs.where(~F.col("valid")).count()
+    invalid = F.count_if(~F.col("valid"))  # both counts in one query
+    invalid_events, invalid_subs = publish.agg(invalid).crossJoin(subs.agg(invalid)).first()
     per_w: dict[int, dict] = {w: dict.fromkeys(_COUNTS, 0) for w in range(count)}
 
     def add(table: dict[int, dict]) -> None:

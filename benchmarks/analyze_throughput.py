@@ -77,7 +77,8 @@ def main() -> None:
     out = args.work / f"analysis-{args.records}"
     shutil.rmtree(out, ignore_errors=True)
     t0 = time.perf_counter()
-    spark, _ = session.start(args.master)
+    # Sized as `vinifera analyze` sizes it (the JIT policy for small logs).
+    spark, _ = session.start(args.master, input_bytes=inputs.input_bytes([spec]))
     started = time.perf_counter() - t0
     say = lambda m: print(f"  {time.perf_counter() - t0:7.1f} s  {m}", file=sys.stderr)  # noqa: E731
     runs: dict[str, dict] = {}

@@ -224,7 +224,7 @@ def test_store_reused_and_node_names_as_keys_give_the_same(analyzed, spark, monk
     from vinifera.analysis import job, metrics
 
     root, _, first, spec = analyzed
-    monkeypatch.setattr(metrics, "_node_key", lambda spark, nodes: "node")
+    monkeypatch.setattr(metrics, "_node_key", lambda node_ids: "node")
     _, (again,) = job.analyze(spark, [spec], root / "out")
     assert again.inputs["store_reused"] and not first.inputs["store_reused"]
     assert again.summary == first.summary
