@@ -207,23 +207,33 @@ def test_balancing_moves_identifiers_and_keeps_every_delivery():
 
 
 def balancing_pair(nodes, rounds, seed):
-    """Skewed, the command line's mix, balancing on and off."""
-    common = dict(nodes=nodes, rounds=rounds, seed=seed, subscriptions="skewed")
-    on = run(**common)
-    off = run(content=ContentConfig(balancing=False), **common)
-    return on, off
+    """Skewed, the command line's mix, balancing on and off: each run's
+    summary and its nodes' rendezvous loads (events per period lately),
+    busiest first."""
+    common = dict(nodes=nodes, rounds=rounds, seed=seed, subscriptions="skewed",
+                  events_per_round=10)  # fmt: skip
+    out = []
+    for content in (ContentConfig(), ContentConfig(balancing=False)):
+        sim = Simulation(SimConfig.for_system("vinifera", content=content, **common))
+        summary = sim.run()
+        loads = sorted((n.content.load() for n in sim.nodes if n is not None), reverse=True)
+        out.append((summary, loads))
+    return out
 
 
 @pytest.mark.slow
-def test_balancing_lowers_the_busiest_nodes_load_over_seeds():
-    """One seed says little: which node is busiest is chaotic (at 300 nodes,
-    seed 1 alone has balancing on above off, 0.456 vs 0.424; over seeds 1-6
-    on is 0.90 x off on average, docs/results.md). So the mean of three."""
-    pairs = [balancing_pair(300, 60, seed) for seed in (1, 2, 3)]
-    for on, off in pairs:
+def test_balancing_lowers_the_busiest_rendezvous_load_on_every_seed():
+    """What Karger-Ruhl balancing moves is rendezvous load: at 300 nodes,
+    seeds 1-6, the busiest rendezvous has 0.3-0.4 events per period on
+    against 0.4-0.7 off, on every seed. (The busiest *forwarding* load is
+    a tree relay in the hot cluster, which identifiers do not move: on
+    against off 1.444 / 1.432 over those seeds, N = 1,000 0.856 / 0.836
+    over seeds 1-3; docs/decisions/delivery-efficiency.md.)"""
+    for seed in (1, 2, 3):
+        (on, on_loads), (off, off_loads) = balancing_pair(300, 60, seed)
         exact(off)
         assert on["identifier_moves"] > 0 and on["hit_ratio"] == 1.0
-    assert sum(on["load_max"] for on, _ in pairs) < sum(off["load_max"] for _, off in pairs)
+        assert on_loads[0] < off_loads[0] and sum(on_loads[:10]) < sum(off_loads[:10]), seed
 
 
 # ---------------------------------------------------------------- N = 1,000
@@ -287,12 +297,10 @@ def test_thousand_nodes_vinifera_paths_are_shorter_than_the_baseline(thousand_pa
 
 
 @pytest.mark.slow
-def test_thousand_nodes_balancing_lowers_the_busiest_nodes_load():
-    """The mean of three seeds, as at 300 nodes: one seed is a draw here too
-    (main at 073d2d2, seeds 1-6: on below off on five, 0.453 against 0.413
-    on seed 6; over the six, on is 0.96 x off; docs/results.md)."""
-    pairs = [balancing_pair(1000, 100, seed) for seed in (1, 2, 3)]
-    for on, off in pairs:
+def test_thousand_nodes_balancing_lowers_the_busiest_rendezvous_load():
+    """As at 300 nodes, on each of three seeds."""
+    for seed in (1, 2, 3):
+        (on, on_loads), (off, off_loads) = balancing_pair(1000, 100, seed)
         assert on["hit_ratio"] == 1.0 and off["hit_ratio"] == 1.0
         assert on["identifier_moves"] > 0
-    assert sum(on["load_max"] for on, _ in pairs) < sum(off["load_max"] for _, off in pairs)
+        assert on_loads[0] < off_loads[0] and sum(on_loads[:10]) < sum(off_loads[:10]), seed
