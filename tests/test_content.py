@@ -1007,24 +1007,39 @@ def test_a_shedding_node_still_pushes_an_event_that_has_come_far():
     assert node.counters()["pushes_shed"] == shed_before + 1
 
 
-@pytest.mark.parametrize("fanout, pushed", [(ContentConfig().push_fanout, 5), (None, 7)])
-def test_a_node_pushes_to_at_most_push_fanout_of_its_matching_links(fanout, pushed):
-    """Default 5: past it a push mostly races a copy another branch brings."""
+@pytest.mark.parametrize(
+    "fanout, up, pushed",
+    [(ContentConfig().push_fanout, False, 5), (ContentConfig().push_fanout, True, 7),
+     (None, False, 7)],
+)  # fmt: skip
+def test_a_node_pushes_to_at_most_push_fanout_of_its_matching_links(fanout, up, pushed):
+    """Default 5 off the route up (past it a push mostly races a copy
+    another branch brings); every matching link from an up copy."""
     from vinifera.protocol import messages as msgs
     from vinifera.protocol.profile import Entry
     from vinifera.protocol.tman import Links
 
     want = Subscription.build(SCHEMA, {"a0": (100.0, 200.0)})
     others = [Node(a, SCHEMA, OverlayConfig(), random.Random(a), want) for a in range(1, 9)]
-    node = Node(9, SCHEMA, OverlayConfig(), random.Random(9), want,
-                content=ContentConfig(balancing=False, push_fanout=fanout))  # fmt: skip
+    content = ContentConfig(balancing=False, push_fanout=fanout, publish_hold=0)
+    node = Node(9, SCHEMA, OverlayConfig(), random.Random(9), want, content=content)
     node.start(0.0)
     e = [Entry(n.profile, 0.0) for n in others[:7]]
     node.overlay.links = Links(succ=e[0], pred=e[1], friends=e[2:5], small_world=e[5:7])
     event = Event.build(SCHEMA, {"a0": 150.0, "a1": 1.0})
-    out = node.receive(0.5, msgs.EventPush(others[7].profile, 5, event, 1))  # not a link
+    sender = others[7].profile  # not a link
+    if up:
+        (attr, key), *_ = node.content.event_keys(event)
+        message = msgs.EventMessage(sender, 5, event, attr, key, 1, True)
+    else:
+        message = msgs.EventPush(sender, 5, event, 1)
+    out = node.receive(0.5, message)
     targets = [dest for dest, _ in _pushes(out)]
-    assert len(targets) == pushed and set(targets) <= {n.profile.address for n in others[:7]}
+    # (the links a tree copy went to get no push)
+    sends = [a for a in out if isinstance(a, Send)]
+    copies = {a.dest for a in sends if isinstance(a.message, msgs.EventMessage)}
+    assert len(targets) == pushed - len(copies) and not copies & set(targets)
+    assert set(targets) <= {n.profile.address for n in others[:7]} and len(targets) >= 5
 
 
 def test_the_content_layer_draws_from_its_own_random_stream():

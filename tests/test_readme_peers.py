@@ -13,17 +13,9 @@ import subprocess
 import time
 from pathlib import Path
 
+from readme_blocks import block
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def block(title: str) -> list[str]:
-    """The shell commands of the first ```sh block after `title` (joined
-    continuation lines, comments and blank lines dropped)."""
-    text = (ROOT / "README.md").read_text()
-    body = re.search(re.escape(title) + r".*?```sh\n(.*?)```", text, re.S).group(1)
-    body = body.replace("\\\n", " ")
-    return [ln.split("  #")[0].strip() for ln in body.splitlines()
-            if ln.strip() and not ln.lstrip().startswith("#")]  # fmt: skip
 
 
 def free_port() -> int:

@@ -314,6 +314,10 @@ class ContentConfig:
     # N = 1,000, skewed, seed 1, all against 5: redundancy 0.210 -> 0.182,
     # path 4.81 -> 4.94; 3: 0.116 but 5.48 (delivery-efficiency.md).
     push_fanout: int | None = 5
+    # ... also on the route up (else only nodes off the route draw, and the
+    # route's nodes push to every matching link: seeds 1-3, skewed path
+    # 4.94 / 5.11 / 4.98 -> 4.91 / 4.95 / 4.92, redundancy at most 0.199).
+    push_fanout_up: bool = False
     # A push also does the tree's work at its receiver: the first copy of an
     # event to reach a node, pushed or not, sends it down the node's matching
     # CRT rows, so the subscribers below a pushed node get it from there

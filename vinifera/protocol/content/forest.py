@@ -581,7 +581,7 @@ class Forest:
             and (sub := entry.profile.subscription) is not None
             and satisfies(sub.constraints, values)
         ]
-        fanout = cfg.push_fanout
+        fanout = cfg.push_fanout if cfg.push_fanout_up or not up else None
         if fanout is not None and len(targets) > fanout:
             targets = sample(c.rng, targets, fanout)
         covered: Sequence = ()
