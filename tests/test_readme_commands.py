@@ -66,7 +66,8 @@ def daemon_logs(work: Path) -> None:
         ))  # fmt: skip
         deadline = time.monotonic() + 60
         while True:  # joined and installed, as test_readme_peers.py waits
-            out = subprocess.run([".venv/bin/vinifera-node", "status", "--control", "n1.sock"],
+            out = subprocess.run([".venv/bin/vinifera-node", "status", "--control",
+                                  str(work / "n1.sock")],
                                  cwd=work, capture_output=True, text=True)  # fmt: skip
             shown = json.loads(out.stdout) if out.returncode == 0 else {}
             if shown.get("installed") and shown["links"]["succ"] is not None:
@@ -74,7 +75,11 @@ def daemon_logs(work: Path) -> None:
             assert time.monotonic() < deadline, out.stderr
             time.sleep(0.5)
         for temp in (3, 7, 9):
-            sh(work, f".venv/bin/vinifera-node publish --control n0.sock temp={temp} city=Oslo")
+            sh(
+                work,
+                f".venv/bin/vinifera-node publish --control {work / 'n0.sock'} temp={temp} "
+                "city=Oslo",
+            )
         time.sleep(3)
     finally:
         for n in nodes:
