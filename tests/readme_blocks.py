@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -17,3 +20,16 @@ def block(title: str, nth: int = 0) -> list[str]:
     body = bodies[nth].replace("\\\n", " ")
     return [ln.split("  #")[0].strip() for ln in body.splitlines()
             if ln.strip() and not ln.lstrip().startswith("#")]  # fmt: skip
+
+
+def wait_installed(status: list[str], cwd: Path, timeout: float = 60) -> None:
+    """Ask `status` (a vinifera-node status command) until the node has a
+    successor and its subscription installed, as a user waits for it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        out = subprocess.run(status, cwd=cwd, capture_output=True, text=True)
+        shown = json.loads(out.stdout) if out.returncode == 0 else {}
+        if shown.get("installed") and shown["links"]["succ"] is not None:
+            return
+        assert time.monotonic() < deadline, out.stderr
+        time.sleep(0.5)

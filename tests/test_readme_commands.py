@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from readme_blocks import ROOT, block
+from readme_blocks import ROOT, block, wait_installed
 from skype_trace import SKYPE_PATH as SKYPE
 
 pytestmark = [
@@ -64,16 +64,8 @@ def daemon_logs(work: Path) -> None:
              str(logs / "n1.jsonl"), "--control", str(work / "n1.sock")],
             cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         ))  # fmt: skip
-        deadline = time.monotonic() + 60
-        while True:  # joined and installed, as test_readme_peers.py waits
-            out = subprocess.run([".venv/bin/vinifera-node", "status", "--control",
-                                  str(work / "n1.sock")],
-                                 cwd=work, capture_output=True, text=True)  # fmt: skip
-            shown = json.loads(out.stdout) if out.returncode == 0 else {}
-            if shown.get("installed") and shown["links"]["succ"] is not None:
-                break
-            assert time.monotonic() < deadline, out.stderr
-            time.sleep(0.5)
+        wait_installed([".venv/bin/vinifera-node", "status", "--control", str(work / "n1.sock")],
+                       work)  # fmt: skip
         for temp in (3, 7, 9):
             sh(
                 work,

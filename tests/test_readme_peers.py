@@ -11,11 +11,8 @@ import shlex
 import socket
 import subprocess
 import time
-from pathlib import Path
 
-from readme_blocks import block
-
-ROOT = Path(__file__).resolve().parent.parent
+from readme_blocks import ROOT, block, wait_installed
 
 
 def free_port() -> int:
@@ -39,15 +36,7 @@ def test_the_running_peers_commands_work_as_written(tmp_path):
     nodes = [subprocess.Popen(shlex.split(c), cwd=ROOT, stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, text=True) for c in runs]  # fmt: skip
     try:
-        status = [*shlex.split(asks[2])]
-        deadline = time.monotonic() + 60
-        while True:  # a user waits for the second node to join and install
-            out = subprocess.run(status, cwd=ROOT, capture_output=True, text=True)
-            shown = json.loads(out.stdout) if out.returncode == 0 else {}
-            if shown.get("installed") and shown["links"]["succ"] is not None:
-                break
-            assert time.monotonic() < deadline, out.stderr
-            time.sleep(0.5)
+        wait_installed(shlex.split(asks[2]), ROOT)  # the second node joined and installed
         results = [subprocess.run(shlex.split(c), cwd=ROOT, capture_output=True, text=True,
                                   timeout=30) for c in asks]  # fmt: skip
         assert [r.returncode for r in results] == [0, 0, 0], [r.stderr for r in results]

@@ -508,11 +508,12 @@ class Forest:
         """Subscription awareness (ContentConfig.push): the first time this
         node handles an event, it sends it straight to the links whose
         subscription (from their profile) matches, except those that already
-        had a copy from or to us; at most `push_fanout` of them, drawn at
-        random. `forwarding`: this handling already sent tree copies, so
-        pushing adds no load; otherwise a shedding node does not push (yet:
-        a later tree copy that it forwards may push), unless the event has
-        come far (shed_max_hops). Returns the number of pushes."""
+        had a copy from or to us; off the route up (unless push_fanout_up) at
+        most `push_fanout` of them, drawn at random. `forwarding`: this
+        handling already sent tree copies, so pushing adds no load;
+        otherwise a shedding node does not push (yet: a later tree copy that
+        it forwards may push), unless the event has come far
+        (shed_max_hops). Returns the number of pushes."""
         c = self.content
         cfg = c.config
         if not cfg.push:
