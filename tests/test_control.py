@@ -257,3 +257,24 @@ async def test_a_stale_socket_is_replaced_and_only_our_own_socket_is_removed(tmp
         assert path.exists()  # leaving, the node did not remove a socket it did not make
     finally:
         other.close()
+
+
+def test_a_bare_file_name_is_a_socket_path_in_the_working_folder(tmp_path):
+    # before: "n1.sock" (no slash) was refused as a bad HOST:PORT
+    schema = tmp_path / "s.toml"
+    schema.write_text(SCHEMA_TOML)
+    args = [*cli(), "run", "--schema", str(schema), "--listen", "127.0.0.1:0", "--period", "0.5",
+            "--control", "n1.sock"]  # fmt: skip
+    node = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        while '"started"' not in (line := node.stderr.readline()):
+            assert line, "the node exited"
+        assert stat.S_ISSOCK((tmp_path / "n1.sock").stat().st_mode)
+        out = subprocess.run([*cli(), "status", "--control", "n1.sock"], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=30)  # fmt: skip
+        assert out.returncode == 0 and '"address"' in out.stdout, out.stderr
+    finally:
+        node.terminate()
+        node.wait(timeout=15)
+    assert not (tmp_path / "n1.sock").exists()

@@ -50,7 +50,9 @@ class ControlError(ViniferaError):
 
 
 def is_unix(addr: str) -> bool:
-    return "/" in addr
+    """A socket path: anything with a slash, or a bare file name such as
+    n1.sock (no colon: HOST:PORT always has one)."""
+    return "/" in addr or ":" not in addr
 
 
 def parse_tcp(addr: str) -> tuple[str, int]:
