@@ -4,6 +4,7 @@ hand: synthetic time, instant delivery, no simulator."""
 import random
 
 import pytest
+from pump import Pump
 
 from vinifera.protocol.actions import Deliver, Send
 from vinifera.protocol.config import BASELINE_CONTENT, ContentConfig, OverlayConfig
@@ -16,17 +17,14 @@ from vinifera.subscription import Event, Subscription
 SCHEMA = Schema.numeric(2)
 
 
-class Net:
-    """Nodes plus a FIFO of messages delivered at the current time."""
+class Net(Pump):
+    """n nodes with random subscriptions on a0 and a1, joined one by one."""
 
     def __init__(self, n, content=None, overlay=None, seed=1):
+        super().__init__()
         rng = random.Random(seed)
         self.content = content or ContentConfig(balancing=False)
         self.overlay = overlay or OverlayConfig(friends=3, small_world=3)
-        self.nodes = {}
-        self.down = set()
-        self.deliveries = []  # (node, eid)
-        self.hops = {}  # eid -> {node: hops of its first delivery}
         for addr in range(n):
             c = rng.uniform(0, 900)
             sub = Subscription.build(
@@ -40,36 +38,9 @@ class Net:
                 sub,
                 content=self.content,
             )
-        self.now = 0.0
         self.run(self.nodes[0].start(0.0))
         for addr in range(1, n):
             self.run(self.nodes[addr].start(0.0, [rng.randrange(addr)]), addr)
-
-    def run(self, actions, origin=None):
-        queue = [(origin, a) for a in actions]
-        handled = 0
-        while queue:
-            handled += 1
-            # messages that never end in one instant: fail, do not hang
-            assert handled < 200_000, "messages chase each other without end"
-            src, a = queue.pop(0)
-            if isinstance(a, Deliver):
-                self.deliveries.append((src, a.eid))
-                self.hops.setdefault(a.eid, {}).setdefault(src, a.hops)
-            elif (
-                isinstance(a, Send)
-                and a.dest in self.nodes
-                and a.dest not in self.down
-                and self.nodes[a.dest].alive  # a node that left hears nothing
-            ):
-                queue.extend((a.dest, x) for x in self.nodes[a.dest].receive(self.now, a.message))
-
-    def rounds(self, k):
-        for _ in range(k):
-            self.now += 1.0
-            for addr, node in self.nodes.items():
-                if addr not in self.down:
-                    self.run(node.tick(self.now), addr)
 
     def publish(self, addr, a0, a1):
         event = Event.build(SCHEMA, {"a0": a0, "a1": a1})
@@ -83,9 +54,6 @@ class Net:
             for a, n in self.nodes.items()
             if a not in self.down and n.subscription.matches(event.values)
         }
-
-    def got(self, eid):
-        return [a for a, e in self.deliveries if e == eid]
 
 
 @pytest.fixture(scope="module")

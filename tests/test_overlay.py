@@ -4,6 +4,8 @@ import itertools
 import random
 from dataclasses import replace
 
+from pump import Pump
+
 from vinifera.protocol import messages as m
 from vinifera.protocol.actions import Log, Send
 from vinifera.protocol.config import OverlayConfig
@@ -22,11 +24,7 @@ def node(addr, ident, lo=0.0, hi=100.0, seed=None, cfg=CFG):
 
 def deliver_all(nodes, actions, now, drop=()):
     """Deliver sends breadth-first among `nodes` (dict addr -> Node) at `now`."""
-    queue = list(actions)
-    while queue:
-        a = queue.pop(0)
-        if isinstance(a, Send) and a.dest in nodes and a.dest not in drop:
-            queue.extend(nodes[a.dest].receive(now, a.message))
+    Pump(nodes, now, drop).run(actions)
 
 
 def sends(actions, kind=None):
