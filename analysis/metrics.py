@@ -18,34 +18,13 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from vinifera import measures
 from vinifera.analysis import ingest, truth, typed
 from vinifera.ledger import node_overhead
 from vinifera.schema import Schema
 
 # The metrics the simulator's summary.json carries, in its order.
-LEDGER_KEYS = (
-    "events_published",
-    "expected_pairs",
-    "delivered_pairs",
-    "hit_ratio",
-    "false_positives",
-    "duplicates",
-    "traffic_overhead",
-    "node_overhead",
-    "event_messages",
-    "event_messages_dropped",
-    "event_messages_redundant",
-    "redundancy",
-    "dropped_up",
-    "dropped_down",
-    "dropped_push",
-    "dropped_redundant",
-    "cost",
-    "path_length",
-    "route_hops",
-    "load_max",
-    "load_p95",
-)
+LEDGER_KEYS = measures.LEDGER_KEYS
 
 DROP_KINDS = ("dropped_up", "dropped_down", "dropped_push", "dropped_redundant")
 _COUNTS = (
@@ -83,10 +62,6 @@ class Measurements:
         for df in self.cached:
             df.unpersist()
         self.cached.clear()
-
-
-def ratio(num: int, den: int) -> float | None:
-    return round(num / den, 6) if den else None
 
 
 def percentile(hist: list[tuple[int, int]], q: float) -> int:
@@ -310,39 +285,22 @@ def _measure(recs, schema, start, end, deadline, width, count, infer, last_seen,
                 "joins": c.get("joins", 0),
                 "departures": c.get("departures", 0),
                 **{k: c[k] for k in _COUNTS},
-                "hit_ratio": ratio(c["delivered_pairs"], c["expected_pairs"]),
-                "traffic_overhead": ratio(c["event_messages_uninterested"], c["event_messages"]),
+                **measures.ratios(c),
                 "node_overhead": node_overhead(firsts_by_w.get(w, ())),
-                "redundancy": ratio(c["event_messages_redundant"], c["event_messages"]),
-                "cost": ratio(c["event_messages"], c["delivered_pairs"]),
-                "path_length": ratio(c["hops_total"], c["delivered_pairs"]),
-                "route_hops": ratio(c["route_hops_total"], c["routes"]),
                 "load_max": lmax,
                 "load_p95": lp95,
             }
         )
     total = {k: sum(per_w[w][k] for w in per_w) for k in _COUNTS}
     load_max, load_p95 = _load_figures(load_hist, n_events)
-    summary = {
-        "events_published": total["events_published"],
-        "expected_pairs": total["expected_pairs"],
-        "delivered_pairs": total["delivered_pairs"],
-        "hit_ratio": ratio(total["delivered_pairs"], total["expected_pairs"]),
-        "false_positives": total["false_positives"],
-        "duplicates": total["duplicates"],
-        "traffic_overhead": ratio(total["event_messages_uninterested"], total["event_messages"]),
+    computed = {
+        **total,
+        **measures.ratios(total),
         "node_overhead": node_overhead((r["nodes"], r["uninterested"]) for r in firsts),
-        "event_messages": total["event_messages"],
-        "event_messages_dropped": total["event_messages_dropped"],
-        "event_messages_redundant": total["event_messages_redundant"],
-        "redundancy": ratio(total["event_messages_redundant"], total["event_messages"]),
-        **{k: total[k] for k in DROP_KINDS},
-        "cost": ratio(total["event_messages"], total["delivered_pairs"]),
-        "path_length": ratio(total["hops_total"], total["delivered_pairs"]),
-        "route_hops": ratio(total["route_hops_total"], total["routes"]),
         "load_max": load_max,
         "load_p95": load_p95,
     }
+    summary = {k: computed[k] for k in LEDGER_KEYS}
     extra = {
         "nodes_in_window": sum(n for _, n in load_hist),
         "invalid_events": invalid_events,

@@ -13,6 +13,8 @@ matplotlib.use("Agg")  # no display on servers and CI; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from vinifera.measures import titled  # noqa: E402
+
 _DPI = 110
 # Markers only while they can be told apart.
 _MARKER_LIMIT = 80
@@ -104,7 +106,7 @@ def hit_ratio(results, path: Path) -> Path:
     # Zoom in when every window is near 1, so the series do not sit on one
     # line; the axis ends at 1.0, the most a hit ratio can be.
     ax.set_ylim(max(0.0, bottom - 0.05) if bottom > 0.5 else -0.02, 1.0)
-    ax.set_ylabel("hit ratio")
+    ax.set_ylabel(titled("hit_ratio"))
     ax.set_title("Hit ratio per time window, and the network size")
     _legend(ax, loc="lower left")
     ax.grid(alpha=0.3)
@@ -120,7 +122,7 @@ def overhead(results, path: Path) -> Path:
                 label=f"{r.spec.label} (overall {fmt(r.summary['traffic_overhead'])})",
                 **_style(r, i))  # fmt: skip
     ax.set_xlabel(_time_label(results))
-    ax.set_ylabel("traffic overhead")
+    ax.set_ylabel(titled("traffic_overhead"))
     ax.set_ylim(-0.02, 1.02)
     ax.set_title("Traffic overhead per time window (copies to uninterested nodes / all copies)")
     _legend(ax)
@@ -135,14 +137,14 @@ def over_time(results, path: Path) -> Path:
         4, 1, figsize=(8, 9), sharex=True, gridspec_kw={"height_ratios": [2, 2, 2, 1.3]}
     )
     rows = (
-        ("hit_ratio", "hit ratio", (-0.02, 1.02)),
-        ("traffic_overhead", "traffic overhead", (-0.02, 1.02)),
-        ("path_length", "path length (hops)", None),
+        ("hit_ratio", (-0.02, 1.02)),
+        ("traffic_overhead", (-0.02, 1.02)),
+        ("path_length", None),
     )
-    for ax, (key, label, limits) in zip(axes, rows, strict=False):
+    for ax, (key, limits) in zip(axes, rows, strict=False):
         for i, r in enumerate(results):
             ax.plot(_times(r), [w[key] for w in r.windows], label=r.spec.label, **_style(r, i))
-        ax.set_ylabel(label)
+        ax.set_ylabel(titled(key))
         if limits:
             ax.set_ylim(*limits)
         else:

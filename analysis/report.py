@@ -9,24 +9,29 @@ from pathlib import Path
 
 from vinifera import __version__
 from vinifera.analysis.plots import fmt
+from vinifera.measures import METRICS, digits, metric, ratios, titled
 
+# The results table's rows, each as vinifera/measures.py names it.
 _METRICS = (
-    ("hit_ratio", "hit ratio"),
-    ("false_positives", "false positives"),
-    ("duplicates", "duplicates"),
-    ("traffic_overhead", "traffic overhead"),
-    ("cost", "cost (event messages per delivered pair)"),
-    ("path_length", "path length (hops)"),
-    ("load_max", "load max"),
-    ("load_p95", "load 95th percentile"),
-    ("events_published", "events published"),
-    ("expected_pairs", "expected pairs"),
-    ("delivered_pairs", "delivered pairs"),
-    ("event_messages", "event messages"),
-    ("event_messages_dropped", "event messages dropped"),
-    ("nodes_in_window", "nodes alive in the window"),
-    ("records", "log records"),
-    ("malformed_lines", "malformed lines"),
+    "hit_ratio",
+    "false_positives",
+    "duplicates",
+    "traffic_overhead",
+    "node_overhead",
+    "redundancy",
+    "cost",
+    "path_length",
+    "route_hops",
+    "load_max",
+    "load_p95",
+    "events_published",
+    "expected_pairs",
+    "delivered_pairs",
+    "event_messages",
+    "event_messages_dropped",
+    "nodes_in_window",
+    "records",
+    "malformed_lines",
 )
 _WINDOW_COLUMNS = (
     "window",
@@ -45,14 +50,10 @@ _WINDOW_COLUMNS = (
 _MAX_WINDOW_ROWS = 200
 
 
-# Digits per metric: one precision for a metric wherever it is shown.
-_DIGITS = {"path_length": 2}
-
-
 def _fmt(v, key: str = "") -> str:
     if isinstance(v, float) and v.is_integer() and key in ("start", "end", "window_start"):
         return f"{v:g}"
-    return fmt(v, _DIGITS.get(key, 3))
+    return fmt(v, digits(key))
 
 
 def _table(header: list[str], rows: list[list], keys: list[str] | None = None) -> list[str]:
@@ -69,15 +70,8 @@ def _table(header: list[str], rows: list[list], keys: list[str] | None = None) -
     return out
 
 
-# (key, name, better): lower or higher is better, for the findings.
-_COMPARED = (
-    ("traffic_overhead", "traffic overhead", "lower"),
-    ("cost", "cost", "lower"),
-    ("load_max", "max load", "lower"),
-    ("load_p95", "95th-percentile load", "lower"),
-    ("path_length", "path length", "lower"),
-    ("hit_ratio", "hit ratio", "higher"),
-)
+# What the findings compare, run against the baseline (metric(k).better).
+_COMPARED = ("traffic_overhead", "cost", "load_max", "load_p95", "path_length", "hit_ratio")
 
 
 def findings(results) -> list[str]:
@@ -90,7 +84,7 @@ def findings(results) -> list[str]:
         lines.append(
             f"- **{r.spec.label}**: hit ratio {fmt(s['hit_ratio'])} over {s['expected_pairs']} "
             f"expected pairs ({s['events_published']} events), traffic overhead "
-            f"{fmt(s['traffic_overhead'])}, path length {fmt(s['path_length'], 2)} hops, max load "
+            f"{fmt(s['traffic_overhead'])}, path length {fmt(s['path_length'], 2)} hops, load max "
             f"{fmt(s['load_max'])}; {s['false_positives']} false positives, "
             f"{s['duplicates']} duplicates."
         )
@@ -99,7 +93,8 @@ def findings(results) -> list[str]:
         if r is base:
             continue
         said = []
-        for key, name, better in _COMPARED:
+        for key in _COMPARED:
+            name, better = metric(key).label, metric(key).better
             a, b = r.summary.get(key), base.summary.get(key)
             if a is None or b is None:
                 continue
@@ -119,17 +114,30 @@ def findings(results) -> list[str]:
                     "shorter" if ratio > 1 else "longer")  # fmt: skip
                 times = ratio if ratio > 1 else 1 / ratio
                 factor = f"{times:.1f}" if times >= 2 else f"{times:.2f}"  # 1.05x, not 1.0x
-                said.append(f"{factor}× {word} {name} ({fmt(a, _DIGITS.get(key, 3))} vs "
-                            f"{fmt(b, _DIGITS.get(key, 3))})")  # fmt: skip
+                said.append(f"{factor}× {word} {name} ({fmt(a, digits(key))} vs "
+                            f"{fmt(b, digits(key))})")  # fmt: skip
         lines.append(f"- **{r.spec.label} against {base.spec.label}**: " + ", ".join(said) + ".")
     return ["## Findings", "", *lines, ""]
+
+
+# How a run of quiet windows combines (vinifera/measures.py, `across`):
+# counts and the counts of ratios summed, ratios formed again over the sums.
+_SUMMED = tuple(
+    dict.fromkeys(
+        [m.key for m in METRICS if m.ledger and m.across == "sum"]
+        + [k for m in METRICS if m.of is not None for k in m.of]
+    )
+)
+_MAXED = tuple(m.key for m in METRICS if m.ledger and m.across == "max")
+_BLANKED = tuple(m.key for m in METRICS if m.ledger and m.across == "none")
 
 
 def collapse(windows: list[dict]) -> list[dict]:
     """Consecutive windows in which the network does not change (no joins
     or departures, the same alive nodes) as one row: counts summed, ratios
-    over the sums, `window` a range. Every window is in the windows table
-    and the plots."""
+    over the sums, the load max the largest, what does not add up (load
+    p95) blank, `window` a range. Every window is in the windows table and
+    the plots."""
     out: list[dict] = []
     for w in windows:
         prev = out[-1] if out else None
@@ -137,24 +145,16 @@ def collapse(windows: list[dict]) -> list[dict]:
         if prev is not None and quiet and prev["quiet"] and prev["alive_nodes"] == w["alive_nodes"]:
             prev["last"] = w["window"]
             prev["end"] = w["end"]
-            for k in ("events_published", "expected_pairs", "delivered_pairs", "hops_total",
-                      "event_messages", "event_messages_uninterested"):  # fmt: skip
+            for k in _SUMMED:
                 prev[k] += w[k]
-            prev["load_max"] = max(prev["load_max"] or 0, w["load_max"] or 0) or prev["load_max"]
-            prev["load_p95"] = None  # not additive
+            for k in _MAXED:
+                prev[k] = max(prev[k] or 0, w[k] or 0) or prev[k]
+            for k in _BLANKED:
+                prev[k] = None
             continue
         out.append({**w, "first": w["window"], "last": w["window"], "quiet": quiet})
     for row in out:
-        row["hit_ratio"] = (
-            round(row["delivered_pairs"] / row["expected_pairs"], 6)
-            if row["expected_pairs"]
-            else None
-        )
-        n, d = row["event_messages_uninterested"], row["event_messages"]
-        row["traffic_overhead"] = round(n / d, 6) if d else None
-        row["path_length"] = (
-            round(row["hops_total"] / row["delivered_pairs"], 6) if row["delivered_pairs"] else None
-        )
+        row.update(ratios(row))
         row["window"] = (
             str(row["first"]) if row["first"] == row["last"] else f"{row['first']}–{row['last']}"
         )
@@ -183,7 +183,7 @@ def write(
     md += ["## Results", ""]
     md += _table(
         ["metric", *labels],  # one precision per metric, whatever the run
-        [[name, *[_fmt(r.summary.get(key), key) for r in results]] for key, name in _METRICS],
+        [[titled(key), *[_fmt(r.summary.get(key), key) for r in results]] for key in _METRICS],
     )
     md += ["", "## Plots", ""]
     captions = {

@@ -19,30 +19,25 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 
+from vinifera.measures import METRICS
+
+
+def _typed(metrics) -> list[tuple[str, str]]:
+    return [(m.key, "bigint" if m.kind == "count" else "double") for m in metrics]
+
+
+# One row per run: every declared metric (vinifera/measures.py), then the window.
 SUMMARY_COLUMNS = [
     ("label", "string"),
-    ("events_published", "bigint"),
-    ("expected_pairs", "bigint"),
-    ("delivered_pairs", "bigint"),
-    ("hit_ratio", "double"),
-    ("false_positives", "bigint"),
-    ("duplicates", "bigint"),
-    ("traffic_overhead", "double"),
-    ("event_messages", "bigint"),
-    ("event_messages_dropped", "bigint"),
-    ("cost", "double"),
-    ("path_length", "double"),
-    ("load_max", "double"),
-    ("load_p95", "double"),
-    ("nodes_in_window", "bigint"),
-    ("records", "bigint"),
-    ("malformed_lines", "bigint"),
+    *_typed(METRICS),
     ("window_start", "double"),
     ("window_end", "double"),
     ("deadline", "double"),
     ("window", "double"),
 ]
 
+# One row per time window: its network, every metric of the ledger's, and
+# the counts its ratios are formed of (report.collapse sums them).
 WINDOW_COLUMNS = [
     ("window", "int"),
     ("start", "double"),
@@ -50,21 +45,11 @@ WINDOW_COLUMNS = [
     ("alive_nodes", "bigint"),
     ("joins", "bigint"),
     ("departures", "bigint"),
-    ("events_published", "bigint"),
-    ("expected_pairs", "bigint"),
-    ("delivered_pairs", "bigint"),
-    ("hit_ratio", "double"),
-    ("false_positives", "bigint"),
-    ("duplicates", "bigint"),
-    ("event_messages", "bigint"),
+    *_typed(m for m in METRICS if m.ledger),
     ("event_messages_uninterested", "bigint"),
-    ("event_messages_dropped", "bigint"),
-    ("traffic_overhead", "double"),
-    ("cost", "double"),
     ("hops_total", "bigint"),
-    ("path_length", "double"),
-    ("load_max", "double"),
-    ("load_p95", "double"),
+    ("routes", "bigint"),
+    ("route_hops_total", "bigint"),
 ]
 
 HOPS_COLUMNS = [("hops", "bigint"), ("pairs", "bigint"), ("fraction", "double")]

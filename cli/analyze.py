@@ -159,11 +159,11 @@ def analyze(logdirs, out, master, window, deadline, start, end, schema_path, con
     keys = ("hit_ratio", "false_positives", "duplicates", "traffic_overhead", "path_length",
             "load_max", "load_p95", "expected_pairs", "malformed_lines")  # fmt: skip
     from vinifera.analysis.plots import fmt
+    from vinifera.measures import digits
 
     labels = [r.spec.label for r in results]
     click.echo("Spark's analysis of the logs (each metric is defined in docs/metrics.md):")
     click.echo(f"{'metric':<20}" + "".join(f"{label:>14}" for label in labels))
     for k in keys:
-        digits = 2 if k == "path_length" else 3
-        click.echo(f"{k:<20}" + "".join(f"{fmt(r.summary[k], digits):>14}" for r in results))
+        click.echo(f"{k:<20}" + "".join(f"{fmt(r.summary[k], digits(k)):>14}" for r in results))
     click.echo(f"report: {report}")

@@ -5,10 +5,14 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from vinifera.analysis.report import collapse, findings
+from vinifera.measures import LEDGER_KEYS
 
 
 def window(i, alive=10, joins=0, departures=0, hit=1.0, events=2):
-    return {"window": i, "start": float(i), "end": float(i + 1), "alive_nodes": alive,
+    # every window carries every ledger key (analysis/tables.py WINDOW_COLUMNS)
+    return {**dict.fromkeys(LEDGER_KEYS, 0), "false_positives": i % 2, "routes": 0,
+            "route_hops_total": 0, "window": i, "start": float(i), "end": float(i + 1),
+            "alive_nodes": alive,
             "joins": joins, "departures": departures, "events_published": events,
             "expected_pairs": 4 * events, "delivered_pairs": round(4 * events * hit),
             "hops_total": 8 * events, "event_messages": 10 * events,
@@ -26,6 +30,7 @@ def test_windows_without_joins_or_departures_collapse_and_changes_stay_apart():
     assert first["events_published"] == 6 and first["expected_pairs"] == 24
     assert first["traffic_overhead"] == 0.3 and first["path_length"] == round(48 / 24, 6)
     assert first["load_max"] == 0.52 and first["load_p95"] is None  # a max; p95 not additive
+    assert first["false_positives"] == 1  # counts add up: windows 0, 1, 2 had 0, 1, 0
     assert rows[1]["load_p95"] == 0.4  # a single window keeps it
     last = rows[2]  # hit ratios 1.0, 1.0 and 0.5: over the sums
     assert last["expected_pairs"] == 24 and last["hit_ratio"] == round(20 / 24, 6)
@@ -47,8 +52,9 @@ def test_findings_compare_each_run_with_the_baseline_by_ratio():
     assert "## Findings" in text
     line = next(x for x in text.splitlines() if "vinifera against baseline" in x)
     assert "5.0× lower traffic overhead (0.100 vs 0.500)" in line
-    assert "2.5× lower max load" in line and "2.0× shorter path length (4.00 vs 8.00)" in line
-    assert "the same hit ratio (1.000)" in line and "the same 95th-percentile load" in line
+    assert "2.5× lower load max (0.400 vs 1.000)" in line
+    assert "2.0× shorter path length (4.00 vs 8.00)" in line
+    assert "the same hit ratio (1.000)" in line and "the same load 95th percentile" in line
 
 
 def test_two_hit_ratio_series_both_at_one_are_both_visible(tmp_path, monkeypatch):

@@ -19,14 +19,13 @@ from matplotlib.ticker import NullFormatter  # noqa: E402
 from vinifera.experiment import table  # noqa: E402
 from vinifera.experiment.claims import CLAIMS, Claim  # noqa: E402
 from vinifera.experiment.figures import Figure, variant  # noqa: E402
+from vinifera.measures import titled  # noqa: E402
 
 COLOURS = {"vinifera (ours)": "tab:blue", "vinifera (paper)": "tab:green", "baseline": "tab:red"}
 DASHES = ("-", "--", ":", "-.")
 MARKERS = {"≈": "*", "<": "v", "≤": "v", ">": "^", "≥": "^"}
 LABELS = {
-    "traffic_overhead": "traffic overhead",
-    "path_length": "delivery path length (hops)",
-    "hit_ratio": "hit ratio",
+    **{k: titled(k) for k in ("traffic_overhead", "path_length", "hit_ratio")},
     "load_cdf": "fraction of nodes with load ≤ x",
     "friends": "K_f friend links (K_sw = 8 − K_f)",
     "nodes": "N (nodes)",

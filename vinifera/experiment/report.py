@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from vinifera import measures
 from vinifera.experiment import table
 from vinifera.experiment.claims import CLAIMS
 from vinifera.experiment.compare import compare
@@ -65,15 +66,19 @@ already run is redrawn without simulating anything.
   here links (`runs/` is not in the repository).
 """
 
-NUMBER_COLUMNS = (
-    ("hit_ratio", "hit ratio"),
-    ("traffic_overhead", "overhead"),
-    ("path_length", "path"),
-    ("cost", "cost"),
-    ("load_max", "load max"),
-    ("load_p95", "load p95"),
-    ("false_positives", "FP"),
-    ("duplicates", "dup"),
+# The figures' tables, each headed by its metric's short name (vinifera/measures.py).
+NUMBER_COLUMNS = tuple(
+    (k, measures.metric(k).short)
+    for k in (
+        "hit_ratio",
+        "traffic_overhead",
+        "path_length",
+        "cost",
+        "load_max",
+        "load_p95",
+        "false_positives",
+        "duplicates",
+    )
 )
 
 
