@@ -27,14 +27,14 @@ from record import record  # noqa: E402
 CHILD = """
 import json, sys, time
 from vinifera import native
-from vinifera.protocol.config import OverlayConfig, system_defaults
+from vinifera.protocol.config import profile
 from vinifera.sim.config import SimConfig
 from vinifera.sim.driver import Simulation
 nodes, rounds, attributes, seed = map(int, sys.argv[1:5])
-friends, small_world, content = system_defaults("vinifera")
+ours = profile("vinifera")
 cfg = SimConfig(nodes=nodes, rounds=rounds, seed=seed, subscriptions="skewed",
-                attributes=attributes, events_per_round=10.0, content=content,
-                overlay=OverlayConfig(friends=friends, small_world=small_world))
+                attributes=attributes, events_per_round=10.0, content=ours.content,
+                overlay=ours.overlay)
 sim = Simulation(cfg)
 t = time.process_time()
 s = sim.run()

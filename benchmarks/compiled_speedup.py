@@ -31,14 +31,13 @@ from vinifera import native  # noqa: E402
 CHILD = """
 import json, sys, time
 from vinifera import native
-from vinifera.protocol.config import OverlayConfig, system_defaults
+from vinifera.protocol.config import profile
 from vinifera.sim.config import SimConfig
 from vinifera.sim.driver import Simulation
 nodes, rounds, subscriptions = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-friends, small_world, content = system_defaults("vinifera")
+ours = profile("vinifera")
 cfg = SimConfig(nodes=nodes, rounds=rounds, seed=1, subscriptions=subscriptions,
-                overlay=OverlayConfig(friends=friends, small_world=small_world),
-                content=content, events_per_round=10.0)
+                overlay=ours.overlay, content=ours.content, events_per_round=10.0)
 sim = Simulation(cfg)
 t = time.process_time()
 summary = sim.run()

@@ -26,7 +26,7 @@ from dataclasses import replace
 
 from record import record
 
-from vinifera.protocol.config import OverlayConfig, settings_of, system_defaults
+from vinifera.protocol.config import profile, settings_of
 from vinifera.sim import limits
 from vinifera.sim.config import SimConfig
 from vinifera.sim.driver import Simulation
@@ -40,13 +40,14 @@ COLUMNS = (
 
 def one_run(job: tuple[str, str, int, int, int, tuple[str, ...]]) -> dict:
     system, workload, seed, nodes, rounds, settings = job
-    friends, small_world, content = system_defaults(system)
+    base = profile(system)
+    content = base.content
     if system == "vinifera":
         content = replace(content, **settings_of(content, settings))
     cfg = SimConfig(
         system=system, nodes=nodes, rounds=rounds, seed=seed, subscriptions=workload,
         events_per_round=10.0, content=content,
-        overlay=OverlayConfig(friends=friends, small_world=small_world),
+        overlay=base.overlay,
     )  # fmt: skip
     sim = Simulation(cfg)
     start = time.process_time()
@@ -88,7 +89,7 @@ def main() -> None:
     ap.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE")
     ap.add_argument("--baseline", action=argparse.BooleanOptionalAction, default=True)
     a = ap.parse_args()
-    settings_of(system_defaults("vinifera")[2], a.settings)  # bad names fail here, not in a pool
+    settings_of(profile("vinifera").content, a.settings)  # bad names fail here, not in a pool
     systems = ["vinifera", "baseline"] if a.baseline else ["vinifera"]
     jobs = [(s, w, seed, a.nodes, a.rounds, tuple(a.settings))
             for w in a.workloads for seed in a.seeds for s in systems]  # fmt: skip

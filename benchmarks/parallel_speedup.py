@@ -28,15 +28,15 @@ from record import record  # noqa: E402
 CHILD = """
 import json, resource, sys, time
 from vinifera import native
-from vinifera.protocol.config import OverlayConfig, system_defaults
+from vinifera.protocol.config import profile
 from vinifera.sim.config import SimConfig
 from vinifera.sim.parallel import run_parallel
 from vinifera.sim.replay import load_replay
 workers, nodes, rounds = (int(a) for a in sys.argv[1:4])
 trace, end = sys.argv[4], float(sys.argv[5]) or None
-friends, small_world, content = system_defaults("vinifera")
-common = dict(seed=1, subscriptions="skewed", overlay=OverlayConfig(friends=friends,
-              small_world=small_world), content=content, events_per_round=10.0)
+ours = profile("vinifera")
+common = dict(seed=1, subscriptions="skewed", overlay=ours.overlay, content=ours.content,
+              events_per_round=10.0)
 if trace:
     cfg = SimConfig.for_trace(load_replay(trace, round_seconds=240, end_hours=end), **common)
 else:

@@ -42,7 +42,7 @@ from collections import defaultdict, deque
 from collections.abc import Hashable
 
 from vinifera.protocol import messages as m
-from vinifera.protocol.config import ContentConfig, OverlayConfig, system_defaults
+from vinifera.protocol.config import ContentConfig, profile
 from vinifera.sim.config import SimConfig
 from vinifera.sim.driver import Simulation
 
@@ -183,9 +183,10 @@ def main() -> None:
         elif type(msg) is m.EventPush:
             copies[(msg.eid, send.dest)].append((msg.hops, msg.profile.address, "push"))
 
-    friends, small_world, content = system_defaults(a.system)
-    friends = friends if a.friends is None else a.friends
-    small_world = small_world if a.small_world is None else a.small_world
+    base = profile(a.system)
+    content = base.content
+    friends = base.friends if a.friends is None else a.friends
+    small_world = base.small_world if a.small_world is None else a.small_world
     if a.no_balancing:
         content = ContentConfig(**{**content.to_dict(), "balancing": False})
     content = ContentConfig(**{**content.to_dict(), **json.loads(a.content)})
@@ -197,7 +198,7 @@ def main() -> None:
         subscriptions=a.subscriptions,
         attributes=a.attributes,
         events_per_round=10,
-        overlay=OverlayConfig(
+        overlay=base.overlay.with_(
             **{"friends": friends, "small_world": small_world, **json.loads(a.overlay)}
         ),
         content=content,

@@ -38,7 +38,7 @@ from record import record  # noqa: E402
 
 from vinifera import hugepages, native  # noqa: E402
 from vinifera.protocol import messages as m  # noqa: E402
-from vinifera.protocol.config import OverlayConfig, settings_of, system_defaults  # noqa: E402
+from vinifera.protocol.config import profile, settings_of  # noqa: E402
 from vinifera.protocol.profile import Profile  # noqa: E402
 from vinifera.sim.config import SimConfig  # noqa: E402
 from vinifera.sim.driver import Simulation  # noqa: E402
@@ -83,14 +83,14 @@ def with_real_addresses(msg: m.Message) -> m.Message:
 
 
 def measure(nodes: int, rounds: int, seed: int, settings: list[str]) -> dict:
-    friends, small_world, content = system_defaults("vinifera")
-    content = replace(content, **settings_of(content, settings))
+    ours = profile("vinifera")
+    content = replace(ours.content, **settings_of(ours.content, settings))
     cfg = SimConfig(
         nodes=nodes,
         rounds=rounds,
         seed=seed,
         subscriptions="skewed",
-        overlay=OverlayConfig(friends=friends, small_world=small_world),
+        overlay=ours.overlay,
         content=content,
         events_per_round=10.0,
     )

@@ -16,6 +16,9 @@ from vinifera.cli.params import FiniteRange
 from vinifera.cli.progress import RoundProgress
 from vinifera.cli.swarm import swarm
 from vinifera.cli.trace import trace
+from vinifera.protocol.config import PROFILES, SYSTEMS
+
+_OURS, _BASE = PROFILES["vinifera"], PROFILES["baseline"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -63,20 +66,21 @@ def _opt(*names, **kw):
 )
 @_opt(
     "--system",
-    type=click.Choice(["vinifera", "baseline"]),
+    type=click.Choice(SYSTEMS),
     default="vinifera",
-    help="Vinifera, or the baseline: 2 ring + 8 small-world links, random identifiers, "
-    "one rendezvous per attribute, no balancing.",
+    help="The system's profile (vinifera/protocol/config.py); the options below change it. "
+    + " ".join(f"{p.name}: {p.about}" for p in PROFILES.values()),
 )
 @_opt(
     "--friends",
     type=click.IntRange(min=0),
-    help="K_f: friend links per node.  [default: 4; baseline: 0]",
+    help=f"K_f: friend links per node.  [default: {_OURS.friends}; baseline: {_BASE.friends}]",
 )
 @_opt(
     "--small-world",
     type=click.IntRange(min=0),
-    help="K_sw: small-world links besides the 2 ring links.  [default: 4; baseline: 8]",
+    help="K_sw: small-world links besides the 2 ring links.  "
+    f"[default: {_OURS.small_world}; baseline: {_BASE.small_world}]",
 )
 @_opt(
     "--subscriptions",
@@ -462,7 +466,7 @@ def _sim_config(**o):
     """Command-line options -> SimConfig, with usage errors for bad combinations."""
     from dataclasses import fields, replace
 
-    from vinifera.protocol.config import OverlayConfig, settings_of, system_defaults
+    from vinifera.protocol.config import OverlayConfig, profile, settings_of
     from vinifera.sim.config import ChurnStep, SimConfig
     from vinifera.sim.network import NetworkModel
 
@@ -491,17 +495,16 @@ def _sim_config(**o):
         churn.append(ChurnStep(o["kill_at"], "kill", fraction=o["kill_fraction"]))
     if o["join_count"] is not None:
         churn.append(ChurnStep(o["join_at"], "join", count=o["join_count"]))
-    default_friends, default_small_world, content = system_defaults(o["system"])
-    friends = o["friends"] if o["friends"] is not None else default_friends
-    small_world = o["small_world"] if o["small_world"] is not None else default_small_world
+    base = profile(o["system"])  # the system's profile; the options below change it
+    content = base.content
     try:
-        overlay = OverlayConfig(
-            friends=friends,
-            small_world=small_world,
+        overlay = base.overlay.with_(
+            friends=base.friends if o["friends"] is None else o["friends"],
+            small_world=base.small_world if o["small_world"] is None else o["small_world"],
             failure_timeout=o["failure_timeout"],
-            probe_after=min(OverlayConfig().probe_after, o["failure_timeout"] - 1),
-            tman_backoff_max=o["tman_backoff"] or OverlayConfig().tman_backoff_max,
-            small_world_aim_octaves=OverlayConfig().small_world_aim_octaves
+            probe_after=min(base.overlay.probe_after, o["failure_timeout"] - 1),
+            tman_backoff_max=o["tman_backoff"] or base.overlay.tman_backoff_max,
+            small_world_aim_octaves=base.overlay.small_world_aim_octaves
             if o["small_world_aim"] is None
             else o["small_world_aim"],
         )

@@ -9,6 +9,7 @@ import click
 
 from vinifera import __version__
 from vinifera.cli.params import FiniteRange
+from vinifera.protocol.config import PROFILES, SYSTEMS
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -232,25 +233,24 @@ def _load_config(ctx: click.Context, param: click.Parameter, value: Path | None)
 )
 @click.option(
     "--system",
-    type=click.Choice(["vinifera", "baseline"]),
+    type=click.Choice(SYSTEMS),
     default="vinifera",
     show_default=True,
-    help="The overlay: Vinifera, or the paper's baseline.",
+    help="The system's profile (vinifera/protocol/config.py): Vinifera, or the paper's baseline.",
 )
 @click.option(
     "--friends",
     type=click.IntRange(min=0),
-    default=4,
-    show_default=True,
-    help="Friend links (K_f): to the peers whose subscriptions overlap this one's most.",
+    help="Friend links (K_f): to the peers whose subscriptions overlap this one's most.  "
+    f"[default: {PROFILES['vinifera'].friends}; baseline: {PROFILES['baseline'].friends}]",
 )
 @click.option(
     "--small-world",
     type=click.IntRange(min=0),
-    default=4,
-    show_default=True,
     help="Small-world links (K_sw): long links at harmonic distances, for short routes. "
-    "Besides these a node keeps 2 ring links; friend slots nobody fills go to small-world links.",
+    "Besides these a node keeps 2 ring links; friend slots nobody fills go to small-world "
+    f"links.  [default: {PROFILES['vinifera'].small_world}; "
+    f"baseline: {PROFILES['baseline'].small_world}]",
 )
 @click.option(
     "--peer-rate",

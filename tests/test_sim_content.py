@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from vinifera.protocol.config import ContentConfig, OverlayConfig, system_defaults
+from vinifera.protocol.config import ContentConfig, OverlayConfig, profile
 from vinifera.sim.config import ChurnStep, SimConfig
 from vinifera.sim.driver import Simulation
 from vinifera.subscription import Event
@@ -68,7 +68,7 @@ def test_every_driver_defaults_to_one_link_mix():
     from vinifera.daemon.settings import NodeSettings
     from vinifera.schema import Schema
 
-    friends, small_world, _ = system_defaults("vinifera")
+    friends, small_world = profile("vinifera").friends, profile("vinifera").small_world
     overlay = SimConfig.for_system("vinifera", nodes=10, rounds=1).overlay
     assert (overlay.friends, overlay.small_world) == (friends, small_world)
     plain = SimConfig(nodes=10, rounds=1).overlay

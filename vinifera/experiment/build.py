@@ -1,10 +1,11 @@
 """One point of a grid -> the SimConfig it runs: the system, the profile
 (ours or the paper's) and the figure's parameters.
 
-Profiles (docs/experiments.md, "The paper's configuration"): the paper
-draws identifiers uniformly at random and, after Fig. 3, uses K_sw = 0 and
-K_f = ceil(log2 N) - 2; ours places a node's identifier inside its own
-subscription and mixes K_f = 4 friends with K_sw = 4 small-world links.
+Profiles (protocol/config.py PROFILES; docs/experiments.md, "The paper's
+configuration"): the paper draws identifiers uniformly at random and,
+after Fig. 3, uses K_sw = 0 and K_f = ceil(log2 N) - 2 ("paper"); ours
+places a node's identifier inside its own subscription and mixes K_f = 4
+friends with K_sw = 4 small-world links ("vinifera").
 Everything else (push, catch-up, balancing, ...) is the same in both, so the
 difference between the two lines of a figure is exactly those choices. In
 Fig. 3 the sweep fixes the links (K_f, K_sw = 8 - K_f) and the profile only
@@ -16,39 +17,35 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import math
 from dataclasses import replace
 from pathlib import Path
 
-from vinifera.protocol.config import OverlayConfig, system_defaults
+from vinifera.protocol.config import SystemProfile, profile
 from vinifera.sim.config import SimConfig
 
 LINK_BUDGET = 8  # K_sw + K_f (docs/experiments.md: 10 links = 2 ring + 8)
 
 
-def paper_friends(network_size: float) -> int:
-    """The paper's K_f = ceil(log2 N) - 2 (at least 1)."""
-    return max(1, math.ceil(math.log2(max(network_size, 2))) - 2)
+def system_profile(point: dict) -> SystemProfile:
+    """The profile a point runs: the baseline, or Vinifera's (ours or the paper's)."""
+    if point["system"] == "baseline":
+        return profile("baseline")
+    return profile("paper" if point["profile"] == "paper" else "vinifera")
 
 
 def links(point: dict, network_size: float) -> tuple[int, int]:
     """(K_f, K_sw) of a point."""
-    friends, small_world, _ = system_defaults(point["system"])
-    if point["system"] == "baseline":
-        return friends, small_world
-    if point.get("friends") is not None:  # Fig. 3's sweep
+    if point["system"] != "baseline" and point.get("friends") is not None:  # Fig. 3's sweep
         return point["friends"], LINK_BUDGET - point["friends"]
-    if point["profile"] == "paper":
-        return paper_friends(network_size), 0
-    return friends, small_world
+    sized = system_profile(point).for_size(network_size)
+    return sized.friends, sized.small_world
 
 
 def sim_config(point: dict) -> SimConfig:
     """The simulation of one point (raises ValueError, or TraceInputError for fig5's trace)."""
     system = point["system"]
-    _, _, content = system_defaults(system)
-    if system == "vinifera" and point["profile"] == "paper":
-        content = replace(content, identifier="random")
+    base = system_profile(point)
+    content = base.content
     events = point.get("events_per_round", 10.0)
     if point.get("capacity") is not None:  # Fig. 4f: rate in multiples of X
         content = replace(content, capacity=point["capacity"])
@@ -67,14 +64,14 @@ def sim_config(point: dict) -> SimConfig:
         rep = replay(point)
         friends, small_world = links(point, time_averaged_size(rep.trace))
         common.pop("system")
-        overlay = OverlayConfig(friends=friends, small_world=small_world)
+        overlay = base.overlay.with_(friends=friends, small_world=small_world)
         return SimConfig.for_trace(rep, system, overlay=overlay, **common)
     friends, small_world = links(point, point["nodes"])
     return SimConfig(
         nodes=point["nodes"],
         rounds=point["rounds"],
         warmup_rounds=point.get("warmup"),
-        overlay=OverlayConfig(friends=friends, small_world=small_world),
+        overlay=base.overlay.with_(friends=friends, small_world=small_world),
         **common,
     )
 

@@ -9,6 +9,7 @@ turns periods into that unit in one place, `OverlayConfig.durations()`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from typing import NamedTuple
@@ -27,12 +28,6 @@ class Durations(NamedTuple):
     young_for: float
 
 
-# The link mix Vinifera defaults to everywhere (K_f, K_sw; K_f + K_sw = 8):
-# OverlayConfig's defaults, so that a driver built from OverlayConfig() runs
-# what the command-line tools and the daemon run.
-VINIFERA_LINKS = (4, 4)
-
-
 @dataclass(frozen=True, slots=True)
 class OverlayConfig:
     # Length of a gossip period in the driver's time unit (the daemon: seconds).
@@ -42,12 +37,14 @@ class OverlayConfig:
     view_size: int = 20
     # Cyclon shuffle length: descriptors swapped per shuffle.
     shuffle_length: int = 8
-    # Routing links (paper Sec. IV-B): 2 ring links plus these. The default
-    # is the mix every tool uses (VINIFERA_LINKS); the paper's final
-    # configuration is small_world=0, friends=ceil(log2 N)-2, which over
-    # identifiers inside subscriptions routes at ~28 hops (docs/results.md).
-    small_world: int = VINIFERA_LINKS[1]
-    friends: int = VINIFERA_LINKS[0]
+    # Routing links (paper Sec. IV-B): 2 ring links plus these. The defaults
+    # are Vinifera's mix (PROFILES["vinifera"]), so a driver built from
+    # OverlayConfig() runs what the tools and the daemon run; the paper's
+    # final configuration is small_world=0, friends=ceil(log2 N)-2, which
+    # over identifiers inside subscriptions routes at ~28 hops
+    # (docs/results.md).
+    small_world: int = 4
+    friends: int = 4
     # Friend slots left empty (no candidate overlaps us) are lent to
     # small-world links so that the link budget is always used.
     lend_unused_friend_slots: bool = True
@@ -62,7 +59,7 @@ class OverlayConfig:
     # without this no small-world link is shorter than that, and the last
     # stretch of every route walks ring links (tman.extended_rank_targets).
     # N = 10,000, skewed: path 10.36 -> 6.8 (docs/decisions/delivery-
-    # efficiency.md). The baseline keeps it off (BASELINE_OVERLAY).
+    # efficiency.md). The baseline keeps it off (PROFILES["baseline"]).
     small_world_below_sample: bool = True
     # Ring neighbours remembered beyond the two ring links (Chord's successor
     # list): candidates, not links, so they cost no traffic, but when a ring
@@ -509,23 +506,96 @@ BASELINE_CONTENT = ContentConfig(
     covered=0,
 )
 
-# The baseline: 2 ring + 8 small-world links, no friends.
-BASELINE_LINKS = (0, 8)
-# ... drawn over the rank sample only, as before small_world_below_sample:
-# for the baseline it shortens the route to its one rendezvous (7.34 -> 5.57
-# hops) but raises its cost (1.78 -> 1.95) and barely its path (8.27 ->
-# 8.02; N = 1,000, skewed, seed 1), so the baseline stays what it was.
-BASELINE_OVERLAY = {"small_world_below_sample": False}
+
+@dataclass(frozen=True, slots=True)
+class SystemProfile:
+    """A system as values: its links and its delivery (memberlist's
+    DefaultLANConfig and DefaultWANConfig are the model). Every entry point
+    (the CLI, the daemon, the experiments, the benchmarks) starts from
+    `profile(name)` and applies its own overrides with `with_`; none
+    assembles a system by hand."""
+
+    name: str
+    # What runs of it are labelled: "vinifera" or "baseline" (SimConfig.system).
+    system: str
+    about: str
+    overlay: OverlayConfig
+    content: ContentConfig
+    # The paper's link rule: K_f = ceil(log2 N) - 2 friends (at least 1) and
+    # no small-world links, at N nodes (`for_size`).
+    links_by_size: bool = False
+
+    @property
+    def friends(self) -> int:
+        return self.overlay.friends
+
+    @property
+    def small_world(self) -> int:
+        return self.overlay.small_world
+
+    def with_(self, overlay: dict | None = None, content: dict | None = None) -> SystemProfile:
+        """This profile with some fields of its overlay and content changed."""
+        return replace(
+            self,
+            overlay=replace(self.overlay, **(overlay or {})),
+            content=replace(self.content, **(content or {})),
+        )
+
+    def for_size(self, nodes: float) -> SystemProfile:
+        """The profile for a network of `nodes` (only links_by_size depends on it)."""
+        if not self.links_by_size:
+            return self
+        friends = max(1, math.ceil(math.log2(max(nodes, 2))) - 2)
+        return self.with_(overlay={"friends": friends, "small_world": 0})
 
 
-def system_defaults(system: str) -> tuple[int, int, ContentConfig]:
-    """(friends, small_world, content) of one of the two systems the paper
-    compares; every driver takes them from here."""
-    if system == "baseline":
-        return (*BASELINE_LINKS, BASELINE_CONTENT)
-    if system == "vinifera":
-        return (*VINIFERA_LINKS, ContentConfig())
-    raise ValueError(f"unknown system {system!r} (vinifera or baseline)")
+PROFILES: dict[str, SystemProfile] = {
+    p.name: p
+    for p in (
+        SystemProfile(
+            "vinifera",
+            "vinifera",
+            "Vinifera as this repository runs it: identifiers inside the node's "
+            "subscription, K_f = 4 friends and K_sw = 4 small-world links, "
+            "showering range routing, pushes and balancing.",
+            OverlayConfig(),
+            ContentConfig(),
+        ),
+        SystemProfile(
+            "baseline",
+            "baseline",
+            "The paper's comparison system: 2 ring + 8 small-world links, no "
+            "friends, random identifiers, one rendezvous per attribute, no "
+            "pushes, no balancing.",
+            # Its small-world links are drawn over the rank sample only, as
+            # before small_world_below_sample: given the change, its route to
+            # its one rendezvous shortens (7.34 -> 5.57 hops) but its cost
+            # rises (1.78 -> 1.95) and its path barely moves (8.27 -> 8.02;
+            # N = 1,000, skewed, seed 1), so the baseline stays what it was.
+            OverlayConfig(friends=0, small_world=8, small_world_below_sample=False),
+            BASELINE_CONTENT,
+        ),
+        SystemProfile(
+            "paper",
+            "vinifera",
+            "Vinifera as the paper evaluates it after Fig. 3: identifiers drawn "
+            "uniformly, K_sw = 0, K_f = ceil(log2 N) - 2; delivery as ours.",
+            OverlayConfig(),
+            ContentConfig(identifier="random"),
+            links_by_size=True,
+        ),
+    )
+}
+# The systems runs are labelled with (the command line's --system).
+SYSTEMS = tuple(dict.fromkeys(p.system for p in PROFILES.values()))
+
+
+def profile(system: str) -> SystemProfile:
+    """The named profile (ValueError names the known ones)."""
+    try:
+        return PROFILES[system]
+    except KeyError:
+        raise ValueError(f"unknown profile {system!r} ({', '.join(PROFILES)})") from None
 
 
 def settings_of(config, pairs, also: Sequence[str] = ()) -> dict:

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 
-from vinifera.protocol.config import (
-    BASELINE_OVERLAY,
-    ContentConfig,
-    OverlayConfig,
-    system_defaults,
-)
+from vinifera.protocol.config import SYSTEMS, ContentConfig, OverlayConfig, profile
 from vinifera.sim.network import NetworkModel
 from vinifera.sim.replay import TraceReplay
 
@@ -45,7 +40,7 @@ class SimConfig:
     subscriptions: str = "skewed"
     attributes: int = 1
     # "vinifera" or "baseline": a label; the difference is in overlay and
-    # content (see SimConfig.for_system).
+    # content, which SimConfig.for_system takes from the system's profile.
     system: str = "vinifera"
     overlay: OverlayConfig = field(default_factory=OverlayConfig)
     content: ContentConfig = field(default_factory=ContentConfig)
@@ -70,9 +65,6 @@ class SimConfig:
     replay: TraceReplay | None = None
 
     def __post_init__(self) -> None:
-        if self.system == "baseline" and self.overlay.small_world_below_sample:
-            # the baseline keeps the links it always had (BASELINE_OVERLAY)
-            object.__setattr__(self, "overlay", self.overlay.with_(**BASELINE_OVERLAY))
         if self.nodes < 1:
             raise ValueError("nodes must be >= 1")
         if self.rounds < 1:
@@ -83,8 +75,8 @@ class SimConfig:
             raise ValueError("bootstrap_size must be >= 1")
         if self.join_spread_rounds <= 0:
             raise ValueError("join_spread_rounds must be positive")
-        if self.system not in ("vinifera", "baseline"):
-            raise ValueError("system must be 'vinifera' or 'baseline'")
+        if self.system not in SYSTEMS:
+            raise ValueError(f"system must be one of {', '.join(SYSTEMS)}")
         if self.events_per_round < 0:
             raise ValueError("events_per_round must be >= 0")
         if self.replay is not None:
@@ -107,14 +99,12 @@ class SimConfig:
 
     @staticmethod
     def for_system(system: str, **kw) -> SimConfig:
-        """The paper's two systems on the same workload: Vinifera, or the
-        baseline (2 ring + 8 small-world links, no friends, random
-        identifiers, one rendezvous per attribute, no balancing)."""
-        if system == "baseline":
-            friends, small_world, content = system_defaults(system)
-            overlay = kw.get("overlay", OverlayConfig())
-            kw["overlay"] = overlay.with_(friends=friends, small_world=small_world)
-            kw["content"] = content
+        """A run of one system's profile (protocol/config.py PROFILES): its
+        overlay and content unless `overlay` or `content` are given, which
+        replace them whole (start from `profile(system)` to change a part)."""
+        p = profile(system)
+        kw.setdefault("overlay", p.overlay)
+        kw.setdefault("content", p.content)
         return SimConfig(system=system, **kw)
 
     @staticmethod
