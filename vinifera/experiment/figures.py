@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 
 from vinifera.churn_traces import skype_trace_path
 from vinifera.experiment.params import PARAMS, GridError
+from vinifera.protocol.config import SYSTEMS
 
 # Where docs/experiments.md says the Skype trace lives beside a checkout
 # (or VINIFERA_SKYPE_TRACE); it is not redistributed, so users point
 # --trace at their own copy.
 DEFAULT_TRACE = str(skype_trace_path())
 SEEDS = (1, 2, 3)
-SYSTEMS = ("vinifera", "baseline")
 PROFILES = ("ours", "paper")
 WORKLOADS = ("random", "skewed")
 # docs/experiments.md: 50 warm-up rounds, then 50 measured; 10 events per round.

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from vinifera.protocol.config import SYSTEMS
+
 
 class GridError(ValueError):
     """A grid the user asked for cannot be built (the CLI: a usage error)."""
@@ -57,7 +59,7 @@ def _article(kind: type) -> str:
 
 
 _PARAMS = (
-    Param("system", str, "vinifera or the baseline", choices=("vinifera", "baseline")),
+    Param("system", str, "vinifera or the baseline", choices=SYSTEMS),
     Param(
         "profile",
         str,
