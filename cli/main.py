@@ -16,7 +16,7 @@ from vinifera.cli.params import FiniteRange
 from vinifera.cli.progress import RoundProgress
 from vinifera.cli.swarm import swarm
 from vinifera.cli.trace import trace
-from vinifera.protocol.config import PROFILES, SYSTEMS
+from vinifera.protocol.config import PROFILES
 
 _OURS, _BASE = PROFILES["vinifera"], PROFILES["baseline"]
 
@@ -66,7 +66,7 @@ def _opt(*names, **kw):
 )
 @_opt(
     "--system",
-    type=click.Choice(SYSTEMS),
+    type=click.Choice(tuple(PROFILES)),
     default="vinifera",
     help="The system's profile (vinifera/protocol/config.py); the options below change it. "
     + " ".join(f"{p.name}: {p.about}" for p in PROFILES.values()),
@@ -74,13 +74,14 @@ def _opt(*names, **kw):
 @_opt(
     "--friends",
     type=click.IntRange(min=0),
-    help=f"K_f: friend links per node.  [default: {_OURS.friends}; baseline: {_BASE.friends}]",
+    help=f"K_f: friend links per node.  [default: {_OURS.friends}; baseline: {_BASE.friends}; "
+    "paper: ceil(log2 N) - 2]",
 )
 @_opt(
     "--small-world",
     type=click.IntRange(min=0),
     help="K_sw: small-world links besides the 2 ring links.  "
-    f"[default: {_OURS.small_world}; baseline: {_BASE.small_world}]",
+    f"[default: {_OURS.small_world}; baseline: {_BASE.small_world}; paper: 0]",
 )
 @_opt(
     "--subscriptions",
@@ -496,6 +497,10 @@ def _sim_config(**o):
     if o["join_count"] is not None:
         churn.append(ChurnStep(o["join_at"], "join", count=o["join_count"]))
     base = profile(o["system"])  # the system's profile; the options below change it
+    if base.links_by_size:  # the paper's K_f = ceil(log2 N) - 2, N the mean online under a trace
+        from vinifera.experiment.trace import time_averaged_size
+
+        base = base.for_size(o["nodes"] if replay is None else time_averaged_size(replay.trace))
     content = base.content
     try:
         overlay = base.overlay.with_(
@@ -538,7 +543,7 @@ def _sim_config(**o):
             raise click.BadParameter(str(err), param_hint="--set") from None
         common = dict(
             seed=o["seed"],
-            system=o["system"],
+            system=base.system,
             subscriptions=o["subscriptions"],
             attributes=o["attributes"],
             overlay=overlay,
@@ -550,7 +555,7 @@ def _sim_config(**o):
         )
         if replay is not None:
             common.pop("system")
-            return SimConfig.for_trace(replay, o["system"], **common)
+            return SimConfig.for_trace(replay, base.system, **common)
         return SimConfig(nodes=o["nodes"], rounds=o["rounds"], warmup_rounds=o["warmup"], **common)
     except ValueError as err:
         raise click.UsageError(str(err)) from None

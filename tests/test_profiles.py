@@ -66,3 +66,15 @@ def test_an_experiment_point_runs_its_profile():
         cfg = build.sim_config({**point, "system": system, "profile": prof})
         p = PROFILES[name].for_size(1000)
         assert (cfg.overlay, cfg.content, cfg.system) == (p.overlay, p.content, p.system)
+
+
+def test_the_papers_profile_runs_from_the_command_line_sized_by_n():
+    from vinifera.cli.main import _sim_config, sim_run
+
+    ctx = sim_run.make_context("run", ["--system", "paper", "--nodes", "100"])
+    cfg = _sim_config(**ctx.params)  # K_f = ceil(log2 100) - 2 = 5
+    assert (cfg.system, cfg.overlay.friends, cfg.overlay.small_world) == ("vinifera", 5, 0)
+    assert cfg.content.identifier == "random"
+    assert SimConfig.for_system("paper", nodes=100, rounds=1) == cfg.__class__(
+        nodes=100, rounds=1, overlay=cfg.overlay, content=cfg.content
+    )

@@ -579,7 +579,8 @@ PROFILES: dict[str, SystemProfile] = {
             "paper",
             "vinifera",
             "Vinifera as the paper evaluates it after Fig. 3: identifiers drawn "
-            "uniformly, K_sw = 0, K_f = ceil(log2 N) - 2; delivery as ours.",
+            "uniformly, K_sw = 0, K_f = ceil(log2 N) - 2; delivery as ours "
+            "(its runs are labelled vinifera).",
             OverlayConfig(),
             ContentConfig(identifier="random"),
             links_by_size=True,

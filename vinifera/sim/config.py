@@ -30,9 +30,12 @@ class ChurnStep:
             raise ValueError("join count must be >= 1")
 
 
+NODES = 1000  # SimConfig's default network size
+
+
 @dataclass(frozen=True, slots=True)
 class SimConfig:
-    nodes: int = 1000
+    nodes: int = NODES
     rounds: int = 50
     seed: int = 1
     # Workload of docs/experiments.md: "random" or "skewed" subscriptions
@@ -99,13 +102,13 @@ class SimConfig:
 
     @staticmethod
     def for_system(system: str, **kw) -> SimConfig:
-        """A run of one system's profile (protocol/config.py PROFILES): its
+        """A run of one profile (protocol/config.py PROFILES, by name): its
         overlay and content unless `overlay` or `content` are given, which
-        replace them whole (start from `profile(system)` to change a part)."""
-        p = profile(system)
+        replace them whole (start from `profile(name)` to change a part)."""
+        p = profile(system).for_size(kw.get("nodes", NODES))
         kw.setdefault("overlay", p.overlay)
         kw.setdefault("content", p.content)
-        return SimConfig(system=system, **kw)
+        return SimConfig(system=p.system, **kw)
 
     @staticmethod
     def for_trace(replay: TraceReplay, system: str = "vinifera", **kw) -> SimConfig:
