@@ -66,19 +66,10 @@ already run is redrawn without simulating anything.
   here links (`runs/` is not in the repository).
 """
 
-# The figures' tables, each headed by its metric's short name (vinifera/measures.py).
+# The figures' tables: table.METRICS but the drop count, each headed by its
+# metric's short name (vinifera/measures.py).
 NUMBER_COLUMNS = tuple(
-    (k, measures.metric(k).short)
-    for k in (
-        "hit_ratio",
-        "traffic_overhead",
-        "path_length",
-        "cost",
-        "load_max",
-        "load_p95",
-        "false_positives",
-        "duplicates",
-    )
+    (k, measures.metric(k).short) for k in table.METRICS if k != "event_messages_dropped"
 )
 
 
