@@ -2,8 +2,9 @@
 the full stack (default mix, skewed, 10 events per round) for d = 1 ... D
 attributes, each in a fresh process. With one attribute a CRT row folds
 into one filter; with several, rows hold up to `max_filters_per_row`
-boxes and the approximate merge does the work (docs/results.md, "Several
-attributes"). CPU seconds, not wall time: the machine is shared.
+boxes and the approximate merge does the work
+(docs/decisions/simulator-speed.md, "The approximate merge without the
+quadratic cost"). CPU seconds, not wall time: the machine is shared.
 
     .venv/bin/python benchmarks/attributes_cost.py                 # N = 300, 40 rounds, d = 1, 2, 3
     .venv/bin/python benchmarks/attributes_cost.py --nodes 600 --max-attributes 5

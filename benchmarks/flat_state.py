@@ -12,7 +12,8 @@ left out, as the prototype has none), built there with the prototype
 (benchmarks/flat_state/) and run one process per variant and size,
 alternated. Prints CPU microseconds per exchange and appends them to
 benchmarks/results.jsonl. Instructions per exchange, which tell layout
-from work, are for cachegrind (docs/results.md).
+from work, are for cachegrind (docs/decisions/simulator-speed.md, "Flat
+vectors (a lead, not built)").
 """
 
 from __future__ import annotations

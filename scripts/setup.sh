@@ -6,8 +6,8 @@ cd "$(dirname "$0")/.."
 # The interpreter: $PYTHON if set; else the distribution's /usr/bin/python3
 # if it is 3.11 or newer and can make a virtualenv (Debian builds it with
 # profile-guided and link-time optimization: 13% fewer instructions than
-# pyenv's default build, same results; docs/results.md, "The
-# interpreter"); else python3 on the PATH.
+# pyenv's default build, same results; docs/decisions/simulator-speed.md,
+# "The interpreter"); else python3 on the PATH.
 pick_python() {
     if [ -n "${PYTHON:-}" ]; then
         echo "$PYTHON"

@@ -132,9 +132,10 @@ def test_capacity_drops_are_counted_and_hurt_the_baseline_more():
 
 
 def test_rows_that_overshoot_deliver_exactly_with_fewer_uninterested_copies():
-    # 16 is the default (docs/results.md, "Rows that overshoot a key only
-    # to a node sixteen times nearer"): a subscription's rows stay among the
-    # nodes around its keys, where clockwise rows go the long way round
+    # 16 is the default (docs/decisions/rows-and-routing.md, "Rows that
+    # overshoot a key only to a node sixteen times nearer"): a subscription's
+    # rows stay among the nodes around its keys, where clockwise rows go the
+    # long way round
     clockwise = run(nodes=150, subscriptions="skewed", content=ContentConfig(rows_overshoot=0))
     for overshoot in (1, 16):
         rows = run(
@@ -247,7 +248,8 @@ def test_thousand_nodes_exact_delivery(subscriptions):
     25-29 hops and reach 90, about 5 rounds at the default latency, so the
     tail sits at the 5-round deadline and which pairs miss it by a few
     hundredths of a round depends on the draw (random: 1 pair of 24,402 at
-    13e3151, none at b6fa2aa, 7 since 9f05e8c; docs/results.md). What the
+    13e3151, none at b6fa2aa, 7 since 9f05e8c; docs/decisions/links.md,
+    "The paper's mix: a tail at the deadline"). What the
     mix guarantees: every expected pair delivered, once, to the right
     nodes, within 10 rounds, and all but that tail within 5."""
     sim = Simulation(
@@ -276,7 +278,8 @@ def test_thousand_nodes_three_attributes():
 @pytest.fixture(scope="module", params=["skewed", "random"])
 def thousand_pair(request):
     """Vinifera with the command line's link mix (K_f = 4, K_sw = 4) beside
-    the baseline, N = 1,000, as the docs/results.md table."""
+    the baseline, N = 1,000, as the table of docs/decisions/links.md, "The
+    link mix"."""
     common = dict(nodes=1000, rounds=100, seed=1, subscriptions=request.param)
     return run(**common), run("baseline", **common)
 

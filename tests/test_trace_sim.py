@@ -21,7 +21,8 @@ from vinifera.sim.driver import Simulation
 from vinifera.sim.logwriter import LOG_FILE_NAME
 from vinifera.sim.replay import TraceReplay
 
-# What the 48 h Skype replay reaches at 240 s per round (docs/results.md):
+# What the 48 h Skype replay reaches at 240 s per round
+# (docs/decisions/churn.md, "Trace replays at 240 s per round"):
 HIT_REACHED = 0.99  # 48 h at 240 s per round: 0.9947 with pushes (0.984 without)
 from skype_trace import SKYPE_PATH  # noqa: E402
 
@@ -104,9 +105,10 @@ def test_replay_delivers_exactly_and_nearly_everything(crash_run):
     assert summary["false_positives"] == 0
     assert summary["duplicates"] == 0
     # 300 s rounds are coarse for this trace (5 joins and 5 crashes per hour
-    # among ~130 nodes); docs/results.md has the hit ratio against the round
-    # length (this run: 0.997 with aggregated rows; per-owner entries gave
-    # 0.997, 0.988 before push, 0.927 before catch-up and heirs).
+    # among ~130 nodes); docs/decisions/churn.md ("Acknowledged event copies,
+    # and the round length") has the hit ratio against the round length
+    # (this run: 0.997 with aggregated rows; per-owner entries gave 0.997,
+    # 0.988 before push, 0.927 before catch-up and heirs).
     assert summary["hit_ratio"] >= 0.99
 
 
@@ -296,7 +298,8 @@ def test_cli_trace_options_need_a_trace():
 
 @pytest.fixture(scope="module")
 def skype_48h():
-    """The issue's acceptance run (docs/results.md, "Trace-driven simulation"):
+    """The issue's acceptance run (docs/decisions/churn.md, "Trace replays
+    at 240 s per round"):
     the first 48 h of the Skype trace, all its nodes, 240 s per round,
     measured from 4 h (the default: after the start-up flash crowd)."""
     if not SKYPE_PATH.is_file():
@@ -319,7 +322,8 @@ def test_skype_48_hours_exact_and_mostly_delivered(skype_48h):
 @pytest.fixture(scope="module")
 def skype_48h_120():
     """The issue's bar: the same replay at 120 s per round (1,440 rounds,
-    about 90 min here; docs/results.md): hit ratio >= 0.99 (0.9928)."""
+    about 90 min here; docs/decisions/churn.md, "Trace replays at 240 s per
+    round"): hit ratio >= 0.99 (0.9928)."""
     if not SKYPE_PATH.is_file():
         pytest.skip(f"Skype trace not available at {SKYPE_PATH}")
     res = cli("--trace", SKYPE_PATH, "--round-seconds", 120, "--end", 48, "--json")

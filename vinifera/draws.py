@@ -3,10 +3,10 @@
 Cyclon samples its view twice per node per period. In the compiled build
 `rng.sample` is the one stdlib routine on that path that runs in the
 interpreter (its type check alone goes through the abc machinery): 3.85%
-of a simulation's instructions (docs/results.md, "Gossip buffers flat,
-sampling compiled, generic calls out of hot paths"). These functions make
-the same `getrandbits` calls in the same order as CPython 3.11's
-`Random.sample` and `Random.choice` (Lib/random.py), so they return the
+of a simulation's instructions (docs/decisions/simulator-speed.md, "Gossip
+buffers flat, sampling compiled, generic calls out of hot paths"). These
+functions make the same `getrandbits` calls in the same order as CPython
+3.11's `Random.sample` and `Random.choice` (Lib/random.py), so they return the
 same items and leave the generator in the same state; tests/test_draws.py
 holds them to the running interpreter's stdlib over many seeds, sizes and
 both of `sample`'s methods, and fails if a later Python draws otherwise.

@@ -25,8 +25,8 @@ DAEMON_THRESHOLDS = (50_000, 20, 10)
 # trace rejoin replaces is discarded: RetiredNodes below), so automatic
 # collections are off while it runs:
 # young ones every 100,000 allocations took 7% of a 40-round, 1,000-node
-# run and 6.5% of a 24 h Skype replay, for next to nothing freed (docs/results.md,
-# "The collector in a simulation").
+# run and 6.5% of a 24 h Skype replay, for next to nothing freed
+# (docs/decisions/simulator-speed.md, "The collector in a simulation").
 SIMULATION_THRESHOLDS = (0, 0, 0)
 
 

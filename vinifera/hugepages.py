@@ -10,14 +10,14 @@ object allocator never asks, glibc's malloc does when told to by the
 simulation restarts itself once, at its very start, with PYTHONMALLOC=malloc
 and that tunable: the same interpreter, the same arguments, the same
 results byte for byte (nothing depends on addresses), x1.24-1.27
-node-rounds per CPU-second at N = 1,000-10,000 (docs/results.md, "Huge
-pages for a simulation's heap").
+node-rounds per CPU-second at N = 1,000-10,000
+(docs/decisions/simulator-speed.md, "Huge pages for a simulation's heap").
 
 Where Debian's libmimalloc2.0 (Microsoft's mimalloc) is installed, the
 restart also preloads it, with its large-page option: a faster malloc
 for the same huge pages, x1.06 node-rounds per CPU-second at N = 1,000
 and x1.08-1.20 on the Skype trace, side by side with glibc's
-(docs/results.md, "mimalloc under the simulator's heap").
+(docs/decisions/simulator-speed.md, "mimalloc under the simulator's heap").
 VINIFERA_MIMALLOC=0 keeps glibc's.
 
 Only `vinifera sim` and `vinifera experiment` do it (cli/main.py's entry);
@@ -36,7 +36,8 @@ from pathlib import Path
 
 # Huge pages; and a per-size cache of 256 freed blocks instead of 7, since
 # every Python object now comes from malloc (x1.04 at N = 1,000, five of
-# five paired runs faster: docs/results.md, same section).
+# five paired runs faster: docs/decisions/simulator-speed.md, "Huge pages
+# for a simulation's heap").
 TUNABLE = "glibc.malloc.hugetlb=1:glibc.malloc.tcache_count=256"
 OPT_OUT = "VINIFERA_HUGE_PAGES"
 MIMALLOC_OPT_OUT = "VINIFERA_MIMALLOC"

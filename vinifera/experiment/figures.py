@@ -150,8 +150,9 @@ FIGURES: dict[str, Figure] = {
                 trace=DEFAULT_TRACE,
                 end_hours=None,
                 # A 4-minute gossip period, as in the 48 h and month replays
-                # of docs/results.md (the scalable core's bars): 120 s
-                # would double each simulation's cost.
+                # that the scalable core's bars are judged on
+                # (docs/decisions/churn.md, "Trace replays at 240 s per
+                # round"): 120 s would double each simulation's cost.
                 round_seconds=240.0,
                 window_hours=2.0,
                 glitches="keep",

@@ -42,7 +42,7 @@ class OverlayConfig:
     # OverlayConfig() runs what the tools and the daemon run; the paper's
     # final configuration is small_world=0, friends=ceil(log2 N)-2, which
     # over identifiers inside subscriptions routes at ~28 hops
-    # (docs/results.md).
+    # (docs/decisions/links.md, "The link mix").
     small_world: int = 4
     friends: int = 4
     # Friend slots left empty (no candidate overlaps us) are lent to
@@ -51,8 +51,8 @@ class OverlayConfig:
     # Once the identifier sample is full, a small-world slot keeps the point
     # it aims at while the sample ranks it within this many octaves of the
     # rank it was drawn for (tman.SmallWorldAims); 0 aims every period
-    # afresh at the sample's member of that rank (docs/results.md, "Small-
-    # world slots that keep their targets").
+    # afresh at the sample's member of that rank (docs/decisions/links.md,
+    # "Small-world aims").
     small_world_aim_octaves: int = 2
     # Small-world links shorter than the rank sample can see: the sample's
     # nearest member clockwise is about N / RANK_SAMPLE_SIZE nodes away, so
@@ -114,7 +114,8 @@ class OverlayConfig:
     # link that stood in for an untried choice: its few vetted candidates
     # make poor stand-ins, and held (the octave rule) they stayed. On Fig.
     # 3's skewed run, where every node starts at once, 5% less overhead over
-    # six seeds; not holding them at any age cost 1% (docs/results.md).
+    # six seeds; not holding them at any age cost 1% (docs/decisions/links.md,
+    # "Young nodes let their stand-ins go").
     young_for: float = 50.0
     # A node asked (shuffle, trial ping) that never answered us, not within
     # answer_within, is ignored in gossip for silent_memory.
@@ -211,10 +212,11 @@ class ContentConfig:
     # their keys, but approaches a key from the side the events' clockwise
     # up copies do not, so they meet later and paths grow. 16 keeps most of
     # nearest's lower overhead with clockwise's paths on Fig. 3's runs: a
-    # third of the overhead, 7-10% less cost, 4% fewer messages (docs/
-    # results.md, "Rows that overshoot a key only to a node sixteen times
-    # nearer"); under churn (48 h, four seeds) it misses 3% more pairs
-    # than clockwise. The baseline: 0, its long links all point clockwise.
+    # third of the overhead, 7-10% less cost, 4% fewer messages
+    # (docs/decisions/rows-and-routing.md, "Rows that overshoot a key only
+    # to a node sixteen times nearer"); under churn (48 h, four seeds) it
+    # misses 3% more pairs than clockwise. The baseline: 0, its long links
+    # all point clockwise.
     rows_overshoot: int = 16
     # A node keeps its rows at each next hop alive with one digest per row
     # this often (periods), desynchronized between nodes. The keep-alive
@@ -233,7 +235,8 @@ class ContentConfig:
     # arrival re-routes at once. 0.5 rather than 0: over three seeds it
     # cut the CPU of a flash-crowd start by a fifth and the 48 h replay's
     # missed pairs by a tenth, for under 2% of Fig. 3's overhead; 1.0 cost
-    # 5% of the skewed overhead for no more (docs/results.md).
+    # 5% of the skewed overhead for no more (docs/decisions/rows-and-routing.md,
+    # "Arrivals re-routed at most twice a period").
     arrival_route_gap: float = 0.5
     # A new node installs its own subscription once its routing view has held
     # still for one period, but no sooner than `install_min_delay` and no
@@ -242,7 +245,8 @@ class ContentConfig:
     # period (and cascades down every path) for no gain. 4 rather than 8:
     # under the Skype trace's churn a newcomer's view rarely holds still,
     # and waiting 8 periods lost its first events (48 h: hit ratio 0.9941
-    # -> 0.9969, docs/results.md).
+    # -> 0.9969; docs/decisions/rows-and-routing.md, "A newcomer installs
+    # within four periods").
     install_min_delay: float = 2.0
     install_max_delay: float = 4.0
     # Filters per CRT row: the cap that keeps a node's state and traffic
@@ -275,8 +279,9 @@ class ContentConfig:
     # tried so far. A mass departure (the Skype trace's at 18 h) leaves
     # several dead links per node until failure_timeout, where one retry
     # can meet a second dead node: 3 instead of 1 missed 17% fewer pairs
-    # over the first 24 h on five seeds (docs/results.md). Fig. 3's static
-    # runs never retry twice (the same runs to the message).
+    # over the first 24 h on five seeds (docs/decisions/churn.md, "Up copies
+    # retried until one is acknowledged"). Fig. 3's static runs never retry
+    # twice (the same runs to the message).
     event_retries: int = 3
     # Catch-up: a node keeps the events it handled for this many periods
     # (0: off), and when a neighbour's CRT row changes, sends it those
@@ -296,9 +301,10 @@ class ContentConfig:
     # could take its key as the node's own and go nowhere: it waits, up to
     # this many periods, for the first tick with a predecessor (0: no
     # wait). The first 12 h of the Skype trace lost two events whole that
-    # way, 386 of 725 missed pairs (docs/results.md). Up copies received
-    # then wait the same way: a node back at once under its old address
-    # gets them from neighbours that still know its old self.
+    # way, 386 of 725 missed pairs (docs/decisions/churn.md, "An event waits
+    # for the ring"). Up copies received then wait the same way: a node back
+    # at once under its old address gets them from neighbours that still
+    # know its old self ("Up copies that reach a node without a ring").
     publish_hold: float = 5.0
     # Subscription awareness in delivery: a node that handles an event sends
     # it straight to its links whose subscription (known from their
@@ -438,7 +444,8 @@ class ContentConfig:
     # Without it one pair of 24,402 missed its deadline (N = 1,000, random,
     # K_f = 8: ring-following trees of up to 82 hops). With the default
     # mix it keeps 0 pushes per run at N = 300 and 6-18 at N = 1,000
-    # (docs/results.md); at 16 it also fired at N = 300.
+    # (docs/decisions/pushes-and-balancing.md, "Far-travelled pushes are
+    # never shed"); at 16 it also fired at N = 300.
     shed_max_hops: int = 24
 
     def __post_init__(self) -> None:

@@ -24,7 +24,8 @@ piece, exactly at the rendezvous nodes of its keys. Why overshoot: clockwise
 sent the keys just before a subscriber (its identifier lies inside its range)
 the long way round the ring, through nodes that wanted none of their events;
 with overshoot they come back through the nodes around the keys, which mostly
-share the interest (docs/results.md, "Rows routed to the nearest node").
+share the interest (docs/decisions/rows-and-routing.md, "Rows routed to the
+nearest node").
 Overshooting only to a node much nearer keeps the other rows approaching
 their keys from before, as the events' up copies do, so that the two meet
 early and paths stay short.

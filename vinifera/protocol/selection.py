@@ -117,7 +117,8 @@ def selection_stands(
     Exact, not a guess, given `reference`: the pool select_links chose
     `links` from (for the same `me` and `primary`, holding
     `links.small_world`), plus candidates found since to score below the
-    friends. Most periods change no link (docs/results.md), and this costs
+    friends. Most periods change no link (docs/decisions/links.md,
+    "Reselections that would stand are skipped"), and this costs
     a fraction of a selection: the ring is looked up, only profiles not in
     `reference` are scored as friends, and held small-world links are
     judged by select_small_world's own rule (tman.in_target_octave,

@@ -99,7 +99,8 @@ class _Channel:
 # Frames a channel's pickle memo spans before both ends start afresh:
 # about ten rounds of the trace's 201 windows. Against 256 (1.3 rounds),
 # profiles go as references for longer: 16% less decoding over the first
-# 48 h on two workers, for 14 MB more (docs/results.md); 8192 gained nothing.
+# 48 h on two workers, for 14 MB more; 8192 gained nothing
+# (docs/decisions/simulator-speed.md, "A longer pickle memo").
 MEMO_FRAMES = 2048
 _FRESH, _GOING, _ALONE = b"\x01", b"\x00", b"\x02"
 

@@ -22,10 +22,10 @@ class EventQueue:
     in order. A heap of every event compares entries scattered over
     memory that the rest of the simulation keeps evicting, at every push
     and pop; a bucket is sorted in one pass, while it sits in the cache
-    (fewer instructions too: docs/results.md, "The event queue as sorted
-    buckets"). The order is exactly one heap's: buckets go in index
-    order, and an event for the bucket being read (or one before it) is
-    inserted in its place among what is left of it."""
+    (fewer instructions too: docs/decisions/simulator-speed.md, "The event
+    queue as sorted buckets"). The order is exactly one heap's: buckets go
+    in index order, and an event for the bucket being read (or one before
+    it) is inserted in its place among what is left of it."""
 
     __slots__ = (
         "_per_unit",

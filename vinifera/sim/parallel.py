@@ -6,8 +6,8 @@ driver's own draws (who joins and departs when, who publishes, bootstrap
 contacts, workloads) stay in step everywhere, but runs only its share of
 the nodes: those whose identifier, at their first join, lies in its arc of
 the ring. Most messages go to ring neighbours, T-Man partners, friends and
-forest rows, which lie in the same arc (docs/results.md, "A parallel
-simulator": 14% of messages cross between two arcs).
+forest rows, which lie in the same arc (docs/decisions/simulator-speed.md,
+"A parallel simulator": 14% of messages cross between two arcs).
 
 Time advances in windows no longer than 1/(LAG + 1) of the network's
 minimum latency, so a message sent in window k arrives in window k + LAG + 1
@@ -169,7 +169,9 @@ def _expected_quantiles(spans: Sequence[tuple[int, int]], workers: int) -> list[
     range: content/layer.py's subscription_identifier), by bisection on the
     ring. The spans' centres would do for narrow ranges only: where a
     popular bucket's many wide ranges straddle a cut, the centres' median
-    put 902 of a day's 1,633 trace nodes below it (docs/results.md)."""
+    put 902 of a day's 1,633 trace nodes below it
+    (docs/decisions/simulator-speed.md, "Workers' arcs cut where identifiers
+    fall")."""
 
     def expected_below(x: int) -> float:
         n = 0.0

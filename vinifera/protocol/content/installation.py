@@ -83,7 +83,8 @@ class Installation:
         # drawn at its first tick (-1: not yet). A node's first tick comes a
         # period after it starts, so a phase drawn at the start fell on that
         # tick for half the nodes of a simultaneous start, which then kept
-        # one phase for good (docs/results.md)
+        # one phase for good (docs/decisions/rows-and-routing.md, "Keep-alive
+        # phases drawn at the first tick")
         self.next_keep_alive = -1.0
 
     # ----------------------------------------------------------------- demand
